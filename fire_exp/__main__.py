@@ -1,0 +1,5 @@
+"""``python -m fire_exp`` is the ``fire-exp`` command."""
+
+from fire_exp.cli import main
+
+raise SystemExit(main())

@@ -1,0 +1,252 @@
+"""The attempt record: the one contract between the panel runner and the analysis.
+
+One JSON line per finished attempt in ``results/PANEL/RUN/attempts.jsonl``. The runner
+writes these lines; the analysis reads only them (and the analysis plan). This module sits
+at the bottom of the import graph: it imports nothing from fire_exp.
+
+A line carries ``"kind": "finished"`` (an attempt that ended, whatever its outcome) or
+``"kind": "started"`` (written when an attempt begins, so the store shows what was in
+flight). Readers that analyse outcomes keep only finished records.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from enum import Enum
+from pathlib import Path
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+SCHEMA_VERSION = 1
+
+
+class Cause(str, Enum):
+    """Why an attempt did not end with a verifier reward from a completed agent phase.
+
+    Follows Harbor's classification (reference/harbor-tasks.md). Only the causes in
+    ``AGENT_CAUSES`` belong to the agent; the others mean the model had no fair attempt
+    and the frozen replacement rule may replace the attempt.
+    """
+
+    ENVIRONMENT_FAILED = "environment_failed"  # image build, container start, setup script
+    PROVIDER_FAILED = "provider_failed"  # model provider error before the agent acted
+    HARNESS_FAILED = "harness_failed"  # a fault in fire-exp itself
+    AGENT_TIMEOUT = "agent_timeout"  # agent exhausted its time budget (verifier still runs)
+    AGENT_STEP_LIMIT = "agent_step_limit"  # agent exhausted its step budget
+    AGENT_ERROR = "agent_error"  # the agent crashed after acting
+    VERIFIER_FAILED = "verifier_failed"  # no reward file, empty or malformed reward
+    VERIFIER_TIMEOUT = "verifier_timeout"
+    CANCELLED = "cancelled"  # interrupted by the user; never scored, rerun on resume
+
+
+AGENT_CAUSES = frozenset({Cause.AGENT_TIMEOUT, Cause.AGENT_STEP_LIMIT, Cause.AGENT_ERROR})
+# Causes that leave no fair model attempt: the replacement rule may replace these.
+UNFAIR_CAUSES = frozenset(
+    {Cause.ENVIRONMENT_FAILED, Cause.PROVIDER_FAILED, Cause.HARNESS_FAILED, Cause.CANCELLED}
+)
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class Funnel(_Model):
+    """FIRE's attempt-level funnel: risky state → fired → registered behavior → pass.
+
+    ``state`` and ``behavior`` come from the coding portfolio's deterministic extractors,
+    applied identically in every arm; ``None`` means not applicable (no family is eligible
+    on the task, or the family's marker cannot be coded from the command log).
+    """
+
+    state: bool | None = None
+    fired: bool = False
+    behavior: bool | None = None
+    passed: bool = False
+
+
+class FamilyFunnel(Funnel):
+    """The funnel of one eligible family of the coding portfolio."""
+
+    family: str
+
+
+class Timings(_Model):
+    """Wall-clock seconds of each phase."""
+
+    environment_s: float = 0.0
+    agent_s: float = 0.0
+    verifier_s: float = 0.0
+    total_s: float = 0.0
+
+
+class Usage(_Model):
+    """What the agent consumed. Simulated agents report modelled tokens and cost."""
+
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cost_usd: float = 0.0
+    model: str | None = None
+    route: str | None = None  # the provider's model/route identifier
+
+
+class Lineage(_Model):
+    """Replacement chain under the frozen replacement rule."""
+
+    replaces: str | None = None
+    replaced_by: str | None = None
+    cause: str | None = None
+
+
+class AttemptRecord(_Model):
+    """One finished attempt: one agent on one task under one arm, ending in a reward."""
+
+    schema_version: int = SCHEMA_VERSION
+    kind: Literal["finished"] = "finished"
+    run: str
+    panel: str
+    attempt_id: str
+    task: str
+    task_digest: str
+    cohort: str  # "eligible" or "silent" as preregistered
+    families: list[str] = Field(default_factory=list)  # eligible families (coding portfolio)
+    arm: str
+    replicate: int
+    order: int  # position of the arm within its (replicate, task) block
+    seed: int
+    agent: str
+    tier: str | None = None
+    environment: str
+    reward: float | None  # None when no reward could be read (see cause)
+    passed: bool
+    cause: Cause | None = None
+    error: str | None = None
+    gave_up: bool = False
+    valid: bool = True
+    invalid_reason: str | None = None
+    funnel: Funnel = Field(default_factory=Funnel)
+    family_funnel: list[FamilyFunnel] = Field(default_factory=list)
+    events: int = 0  # policy events raised during the agent phase
+    decisions: int = 0  # non-allow policy decisions
+    n_commands: int = 0
+    timings: Timings = Field(default_factory=Timings)
+    usage: Usage = Field(default_factory=Usage)
+    lineage: Lineage = Field(default_factory=Lineage)
+    config_hash: str = ""
+    versions: dict[str, str] = Field(default_factory=dict)
+    started_at: str = ""
+    finished_at: str = ""
+    log_dir: str = ""  # relative to the run folder
+
+    @property
+    def fair(self) -> bool:
+        """Whether the model had a fair attempt (the replacement rule keeps these)."""
+        return self.cause is None or self.cause not in UNFAIR_CAUSES
+
+    @property
+    def infrastructure_failure(self) -> bool:
+        """Whether the attempt failed for a reason outside the agent's control."""
+        return self.cause is not None and self.cause not in AGENT_CAUSES
+
+
+class StartedRecord(_Model):
+    """Written when an attempt begins; a started line without a finished one was in flight."""
+
+    schema_version: int = SCHEMA_VERSION
+    kind: Literal["started"] = "started"
+    run: str
+    attempt_id: str
+    task: str
+    arm: str
+    replicate: int
+    started_at: str
+
+
+class RecordsFileError(ValueError):
+    """A malformed attempts file: names the file, the line and the field."""
+
+    def __init__(self, path: Path | str, line: int, field: str, message: str) -> None:
+        self.path, self.line, self.field = str(path), line, field
+        super().__init__(f"{path}:{line}: field '{field}': {message}")
+
+
+@dataclass(frozen=True)
+class ReadResult:
+    """Records read from an attempts file, plus what a crash left behind."""
+
+    finished: list[AttemptRecord]
+    started: list[StartedRecord]
+    torn_tail: bool  # the last line was incomplete (a crash mid-write) and was ignored
+
+
+def record_to_line(record: AttemptRecord | StartedRecord) -> str:
+    """Serialise a record as one JSON line (keys in schema order, no trailing newline)."""
+    return json.dumps(record.model_dump(mode="json"), separators=(",", ":"), allow_nan=False)
+
+
+def append_records(path: Path, records: Iterable[AttemptRecord | StartedRecord]) -> None:
+    """Append records to ``path`` and fsync, so a finished attempt survives a crash."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "a", encoding="utf-8") as fh:
+        for record in records:
+            fh.write(record_to_line(record) + "\n")
+        fh.flush()
+        os.fsync(fh.fileno())
+
+
+def _parse_line(path: Path, lineno: int, text: str) -> AttemptRecord | StartedRecord:
+    try:
+        raw = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise RecordsFileError(path, lineno, "<json>", f"not valid JSON ({exc.msg}); "
+                               "fix or delete this line") from exc
+    if not isinstance(raw, dict):
+        raise RecordsFileError(path, lineno, "<json>", "expected a JSON object per line")
+    version = raw.get("schema_version")
+    if version != SCHEMA_VERSION:
+        raise RecordsFileError(path, lineno, "schema_version",
+                               f"is {version!r}; this fire-exp reads version {SCHEMA_VERSION}")
+    model = StartedRecord if raw.get("kind") == "started" else AttemptRecord
+    try:
+        return model.model_validate(raw)
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        field = ".".join(str(p) for p in err["loc"]) or "<record>"
+        raise RecordsFileError(path, lineno, field, err["msg"]) from exc
+
+
+def iter_lines(path: Path) -> Iterator[tuple[int, str, bool]]:
+    """Yield (line number, text, complete) for each non-empty line of ``path``."""
+    with open(path, encoding="utf-8") as fh:
+        for lineno, text in enumerate(fh, start=1):
+            complete = text.endswith("\n")
+            if text.strip():
+                yield lineno, text.rstrip("\n"), complete
+
+
+def read_records(path: Path | str) -> ReadResult:
+    """Read an attempts file, tolerating only a torn final line (a crash mid-append).
+
+    Raises:
+        RecordsFileError: a complete line is malformed; the message names line and field.
+        FileNotFoundError: the file does not exist.
+    """
+    path = Path(path)
+    finished: list[AttemptRecord] = []
+    started: list[StartedRecord] = []
+    torn = False
+    for lineno, text, complete in iter_lines(path):
+        if not complete:
+            # Only the last line can lack its newline; if it does not parse it was torn.
+            try:
+                record = _parse_line(path, lineno, text)
+            except RecordsFileError:
+                torn = True
+                continue
+        else:
+            record = _parse_line(path, lineno, text)
+        (started if isinstance(record, StartedRecord) else finished).append(record)
+    return ReadResult(finished=finished, started=started, torn_tail=torn)
