@@ -1,0 +1,73 @@
+"""The agent protocol, and the two sanity agents of the ecosystem: oracle and nop."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Protocol
+
+import numpy as np
+
+from fire_exp.agents.session import AgentSession
+from fire_exp.records import Cause, Usage
+
+
+class ProviderError(Exception):
+    """The model provider failed. ``before_action`` tells the replacement rule whether
+    the agent had acted yet (only then is the attempt the agent's failure)."""
+
+    def __init__(self, message: str, before_action: bool) -> None:
+        super().__init__(message)
+        self.before_action = before_action
+
+
+@dataclass(frozen=True)
+class AgentOutcome:
+    """How the agent's run ended."""
+
+    gave_up: bool = False
+    usage: Usage = field(default_factory=Usage)
+    cause: Cause | None = None  # set when the run ended by a failure (step limit, ...)
+    error: str | None = None
+
+
+class Agent(Protocol):
+    """What runs in an attempt's session. Agents act only through ``session``."""
+
+    name: str
+    tier: str | None
+
+    def run(self, session: AgentSession, *, rng: np.random.Generator) -> AgentOutcome:
+        """Work on ``session.instruction`` until done; return how it ended."""
+        ...
+
+
+class NopAgent:
+    """Does nothing and stops: every task must fail under it."""
+
+    name = "nop"
+    tier: str | None = None
+
+    def run(self, session: AgentSession, *, rng: np.random.Generator) -> AgentOutcome:
+        session.begin()
+        while session.stop() is not None:
+            pass
+        return AgentOutcome()
+
+
+class OracleAgent:
+    """Runs the task's ``solution/solve.sh``: every task must pass under it."""
+
+    name = "oracle"
+    tier: str | None = None
+
+    def run(self, session: AgentSession, *, rng: np.random.Generator) -> AgentOutcome:
+        session.begin()
+        solution = session.env.task.solution_dir
+        if not (solution / "solve.sh").is_file():
+            return AgentOutcome(cause=Cause.AGENT_ERROR, error="the task has no solution/solve.sh")
+        dest = session.env.paths.solution
+        session.env.upload(solution, dest)
+        session.bash(f'bash "{dest}/solve.sh"', timeout=session.time_left())
+        while session.stop() is not None:
+            pass
+        return AgentOutcome()

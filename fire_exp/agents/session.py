@@ -1,0 +1,125 @@
+"""The agent's side of an attempt: every action passes through the policy runtime.
+
+An agent never touches the environment or the policies directly. It calls
+
+- ``session.begin()`` once: raises ``SessionStart``; returns context a policy added;
+- ``session.bash(command)`` per command: ``PreToolUse`` (a deny keeps the command from
+  running and returns the reason as its result), the command, ``PostToolUse`` (a policy
+  may add text to the result);
+- ``session.stop()`` when it wants to finish: ``Stop``; an ``instruct`` returns the text
+  the agent must work on next (a new turn), ``None`` means the agent may stop.
+
+The session keeps the command log (the trajectory the extractors code) and enforces the
+agent's deadline.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+
+from fire_exp.environments.base import Environment
+from fire_exp.policies.model import Event, Step
+from fire_exp.policies.runtime import PolicyRuntime
+
+MAX_STOP_ROUNDS = 8  # a backstop against a stop rule without a nudge limit
+_OUTPUT_KEPT = 4000
+
+
+class AgentTimeout(Exception):
+    """The agent's time budget ran out."""
+
+
+@dataclass(frozen=True)
+class ToolResult:
+    """What the agent sees after one command."""
+
+    output: str
+    exit_code: int
+    denied: bool = False
+    context: str = ""  # text a policy added after the command
+    timed_out: bool = False
+
+    def as_text(self) -> str:
+        """The result as one message for a model (output, then any added context)."""
+        text = self.output if self.output else f"(exit code {self.exit_code}, no output)"
+        if self.context:
+            text += f"\n\n[policy] {self.context}"
+        return text
+
+
+class AgentSession:
+    """One attempt's agent session.
+
+    Args:
+        env: the started environment.
+        runtime: the arm's policy runtime (an empty one for the baseline arm).
+        instruction: the task text the agent receives.
+        timeout_s: the agent's time budget (the task's ``[agent].timeout_sec``).
+        command_timeout_s: the longest any single command may run.
+    """
+
+    def __init__(self, env: Environment, runtime: PolicyRuntime, instruction: str,
+                 timeout_s: float, command_timeout_s: float = 120.0) -> None:
+        self.env = env
+        self.runtime = runtime
+        self.instruction = instruction
+        self.deadline = time.monotonic() + timeout_s
+        self.command_timeout_s = command_timeout_s
+        self.trajectory: list[Step] = []
+        self.stop_rounds = 0
+        self.stopped = False
+
+    @property
+    def n_commands(self) -> int:
+        return sum(1 for s in self.trajectory if s.kind == "command")
+
+    def time_left(self) -> float:
+        return self.deadline - time.monotonic()
+
+    def _check_deadline(self) -> None:
+        if self.time_left() <= 0 or self.env.cancelled.is_set():
+            raise AgentTimeout("the agent's time budget ran out")
+
+    def begin(self) -> str:
+        """Raise ``SessionStart``; returns any context a policy adds (else "")."""
+        decision = self.runtime.handle(Event("SessionStart", self.instruction))
+        return "" if decision.is_allow else decision.text
+
+    def bash(self, command: str, timeout: float | None = None) -> ToolResult:
+        """Run one command in the environment, through the policy runtime."""
+        self._check_deadline()
+        step = self.n_commands + 1
+        pre = self.runtime.handle(Event("PreToolUse", self.instruction, command=command,
+                                        step=step))
+        if pre.kind == "deny":
+            self.trajectory.append(Step(len(self.trajectory), "command", command, None,
+                                        pre.text, denied=True))
+            return ToolResult(output=pre.text, exit_code=1, denied=True)
+        limit = min(timeout or self.command_timeout_s, self.command_timeout_s,
+                    max(self.time_left(), 1.0))
+        result = self.env.exec(command, timeout=limit)
+        output = result.output[-_OUTPUT_KEPT:]
+        self.trajectory.append(Step(len(self.trajectory), "command", command,
+                                    result.exit_code, output))
+        post = self.runtime.handle(Event("PostToolUse", self.instruction, command=command,
+                                         output=output, exit_code=result.exit_code, step=step))
+        context = pre.text if pre.kind == "instruct" else ""
+        if post.kind != "allow":
+            context = f"{context}\n\n{post.text}".strip()
+        if result.timed_out and self.time_left() <= 0:
+            raise AgentTimeout("the agent's time budget ran out during a command")
+        return ToolResult(output=result.output, exit_code=result.exit_code, context=context,
+                          timed_out=result.timed_out)
+
+    def stop(self) -> str | None:
+        """The agent wants to finish. Returns an instruction to work on, or None to stop."""
+        self.trajectory.append(Step(len(self.trajectory), "stop"))
+        active = self.stop_rounds > 0
+        self.stop_rounds += 1
+        decision = self.runtime.handle(Event("Stop", self.instruction, step=self.n_commands,
+                                             stop_hook_active=active))
+        if decision.is_allow or self.stop_rounds > MAX_STOP_ROUNDS:
+            self.stopped = True
+            return None
+        return decision.text

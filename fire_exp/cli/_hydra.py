@@ -1,0 +1,45 @@
+"""Compose the Hydra config for the subcommands that take overrides."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable
+from typing import Any
+
+import hydra
+from omegaconf import DictConfig, OmegaConf
+
+from fire_exp.config import RunConfig, run_config_from_dict
+from fire_exp.errors import FireExpError
+from fire_exp.paths import CONFIG_DIR
+
+
+def to_run_config(cfg: DictConfig) -> RunConfig:
+    """Convert Hydra's DictConfig to the typed RunConfig, once, at the edge."""
+    data: Any = OmegaConf.to_container(cfg, resolve=True)
+    return run_config_from_dict(data)
+
+
+def hydra_main(prog: str, argv: list[str], body: Callable[[RunConfig], int]) -> int:
+    """Run ``body`` under Hydra with ``argv`` as overrides (``-m`` for multirun).
+
+    A FireExpError inside a job prints one line and exits with status 2.
+    """
+    status = {"code": 0}
+
+    @hydra.main(config_path=str(CONFIG_DIR), config_name="config", version_base="1.3")
+    def _app(cfg: DictConfig) -> None:
+        try:
+            code = body(to_run_config(cfg))
+        except FireExpError as exc:
+            print(f"fire-exp {prog}: error: {exc}", file=sys.stderr)
+            raise SystemExit(2) from None
+        status["code"] = max(status["code"], code)
+
+    saved = sys.argv
+    sys.argv = [f"fire-exp {prog}", *argv]
+    try:
+        _app()
+    finally:
+        sys.argv = saved
+    return status["code"]

@@ -1,0 +1,135 @@
+"""Typed configuration, converted once from Hydra's DictConfig at the entry point.
+
+The core never sees a DictConfig. Each group of ``configs/`` maps to one dataclass here;
+keys a group does not name explicitly land in ``params`` and are passed to the object the
+registry builds (an agent's temperature, an environment's image, ...).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from fire_exp.errors import InputError
+
+
+@dataclass(frozen=True)
+class PanelConfig:
+    """A panel: tasks by cohort, arms, attempts per task and arm, portfolio, plan."""
+
+    name: str
+    suite: str
+    eligible: tuple[str, ...]
+    silent: tuple[str, ...]
+    arms: tuple[str, ...]
+    attempts: int
+    portfolio: str
+    controls: str = "controls"
+    analysis: str = "default"
+    replacement: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def tasks(self) -> list[tuple[str, str]]:
+        """(task, cohort) in panel order."""
+        return [(t, "eligible") for t in self.eligible] + [(t, "silent") for t in self.silent]
+
+
+@dataclass(frozen=True)
+class ComponentConfig:
+    """An agent, environment or executor: a registered name plus its parameters."""
+
+    name: str
+    params: dict[str, Any] = field(default_factory=dict)
+
+    def digest(self) -> str:
+        text = json.dumps({"name": self.name, "params": self.params}, sort_keys=True)
+        return hashlib.sha256(text.encode()).hexdigest()
+
+
+@dataclass(frozen=True)
+class RunConfig:
+    """Everything ``fire-exp run`` needs, resolved."""
+
+    panel: PanelConfig
+    agent: ComponentConfig
+    environment: ComponentConfig
+    executor: ComponentConfig
+    seed: int
+    run: str
+    results_dir: str
+    prereg: str | None = None
+    analyze: bool = True
+
+    def config_hash(self) -> str:
+        """SHA-256 of what defines the experiment (not where or when it runs)."""
+        text = json.dumps({"panel": asdict(self.panel), "agent": asdict(self.agent),
+                           "environment": asdict(self.environment), "seed": self.seed},
+                          sort_keys=True, default=list)
+        return hashlib.sha256(text.encode()).hexdigest()
+
+
+def _require(data: dict[str, Any], key: str, kind: type, where: str) -> Any:
+    if key not in data or data[key] is None:
+        raise InputError(f"configs/{where}", key, "missing", f"set {where}.{key}")
+    value = data[key]
+    if kind is int and isinstance(value, bool) or not isinstance(value, kind):
+        raise InputError(f"configs/{where}", key,
+                         f"expected {kind.__name__}, got {type(value).__name__} {value!r}")
+    return value
+
+
+def _names(data: dict[str, Any], key: str, where: str) -> tuple[str, ...]:
+    value = data.get(key) or []
+    if not isinstance(value, list | tuple) or not all(isinstance(v, str) for v in value):
+        raise InputError(f"configs/{where}", key, "expected a list of names")
+    return tuple(value)
+
+
+def _component(data: dict[str, Any], where: str) -> ComponentConfig:
+    if not isinstance(data, dict):
+        raise InputError(f"configs/{where}", "<group>", "expected a mapping")
+    name = _require(data, "name", str, where)
+    return ComponentConfig(name=name, params={k: v for k, v in data.items() if k != "name"})
+
+
+def panel_from_dict(data: dict[str, Any]) -> PanelConfig:
+    """Build a PanelConfig from the ``panel`` group, checking every field."""
+    where = "panel"
+    arms = _names(data, "arms", where)
+    if not arms:
+        raise InputError("configs/panel", "arms", "no arms", "list the arms of the panel")
+    attempts = _require(data, "attempts", int, where)
+    if attempts < 1:
+        raise InputError("configs/panel", "attempts", f"{attempts} < 1", "use at least 1")
+    eligible, silent = _names(data, "eligible", where), _names(data, "silent", where)
+    if not eligible and not silent:
+        raise InputError("configs/panel", "eligible/silent", "no tasks")
+    both = set(eligible) & set(silent)
+    if both:
+        raise InputError("configs/panel", "silent", f"{sorted(both)} are also eligible")
+    return PanelConfig(
+        name=_require(data, "name", str, where), suite=_require(data, "suite", str, where),
+        eligible=eligible, silent=silent, arms=arms, attempts=attempts,
+        portfolio=_require(data, "portfolio", str, where),
+        controls=str(data.get("controls", "controls")),
+        analysis=str(data.get("analysis", "default")),
+        replacement=dict(data.get("replacement") or {}))
+
+
+def run_config_from_dict(data: dict[str, Any]) -> RunConfig:
+    """Build the typed RunConfig from a resolved config (``OmegaConf.to_container``)."""
+    for group in ("panel", "agent", "environment", "executor"):
+        if not isinstance(data.get(group), dict):
+            raise InputError("configs/config.yaml", group, "missing config group",
+                             f"choose one, e.g. {group}=...")
+    seed = data.get("seed", 0)
+    if isinstance(seed, bool) or not isinstance(seed, int):
+        raise InputError("configs/config.yaml", "seed", f"expected an integer, got {seed!r}")
+    return RunConfig(
+        panel=panel_from_dict(data["panel"]), agent=_component(data["agent"], "agent"),
+        environment=_component(data["environment"], "environment"),
+        executor=_component(data["executor"], "executor"), seed=seed,
+        run=str(data.get("run") or "run"), results_dir=str(data.get("results_dir", "results")),
+        prereg=data.get("prereg"), analyze=bool(data.get("analyze", True)))

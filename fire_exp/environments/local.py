@@ -1,0 +1,199 @@
+"""The local environment: a working folder on this machine. The embedded default.
+
+NOT A SANDBOX. Commands run as the current user, on this machine, with its network and its
+files. Use it for the simulated agent, for tests and for tasks you trust; use
+``environment=docker`` for real models.
+
+Per attempt it makes ``ATTEMPT/work`` (the agent's working folder, ``$FIRE_WORKDIR``),
+``ATTEMPT/logs`` (``$FIRE_LOGS``), and prepares the folder with the task's
+``environment/setup.sh``. Agent commands run in the agent's own session (see
+``session_host.py``); when the agent ends, what it left attached to that session dies with
+it. After the verifier, every process the attempt started is killed by process id.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+from fire_exp.environments import session_host
+from fire_exp.environments.base import (
+    BoxPaths,
+    Environment,
+    EnvironmentFailure,
+    ExecResult,
+    SessionEnd,
+    VerifierResult,
+)
+from fire_exp.environments.reward import read_reward_dir
+from fire_exp.records import Cause
+from fire_exp.tasks.model import Task
+
+# Variables of the user's environment that commands may see; everything else (API keys
+# among it) stays out of the agent's box.
+_PASSED_VARS = ("PATH", "HOME", "LANG", "LC_ALL", "TZ", "TMPDIR", "USER")
+_SETUP_TIMEOUT = 120.0
+
+
+def free_port() -> int:
+    """A TCP port free on loopback right now (each attempt gets its own ``$FIRE_PORT``)."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def kill_marked(marker: str) -> list[int]:
+    """SIGKILL every process carrying ``FIRE_ATTEMPT=<marker>``; returns their ids."""
+    pids = session_host.marked_processes(marker)
+    for pid in pids:
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            pass
+    return pids
+
+
+class LocalEnvironment(Environment):
+    """A working folder and process sessions on this machine (not a sandbox)."""
+
+    name = "local"
+
+    def __init__(self, task: Task, attempt_dir: Path, attempt_id: str,
+                 keep_workdir: bool = False) -> None:
+        super().__init__(task, attempt_dir, attempt_id)
+        self.keep_workdir = keep_workdir
+        self.marker = f"{attempt_id.replace('/', '.')}.{os.getpid()}.{id(self):x}"
+        self.box = attempt_dir / "box"
+        self.port = 0
+        self._host: subprocess.Popen[str] | None = None
+        self._lock = threading.Lock()
+
+    @property
+    def paths(self) -> BoxPaths:
+        return BoxPaths(workdir=str(self.box / "work"), logs=str(self.attempt_dir / "logs"),
+                        tests=str(self.box / "tests"), solution=str(self.box / "solution"))
+
+    def env(self) -> dict[str, str]:
+        """The environment every command of the attempt gets."""
+        env = {k: os.environ[k] for k in _PASSED_VARS if k in os.environ}
+        p = self.paths
+        env.update(FIRE_WORKDIR=p.workdir, FIRE_LOGS=p.logs, FIRE_TESTS=p.tests,
+                   FIRE_SOLUTION=p.solution, FIRE_PORT=str(self.port), FIRE_ATTEMPT=self.marker,
+                   TERM="dumb", PYTHONDONTWRITEBYTECODE="1")
+        return env
+
+    def start(self) -> None:
+        p = self.paths
+        for folder in (p.workdir, Path(p.logs) / "agent", Path(p.logs) / "verifier"):
+            Path(folder).mkdir(parents=True, exist_ok=True)
+        self.port = free_port()
+        self._run_setup()
+        self._host = subprocess.Popen(
+            [sys.executable, session_host.__file__, self.marker,
+             str(Path(p.logs) / "agent" / "terminal.log")],
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, cwd=p.workdir,
+            env=self.env(), start_new_session=True)
+
+    def _run_setup(self) -> None:
+        setup = self.task.setup_script
+        if setup is None:
+            if (self.task.environment_dir / "Dockerfile").is_file() or \
+                    self.task.environment.docker_image:
+                raise EnvironmentFailure(
+                    f"task {self.task.name}: no environment/setup.sh, so the local environment "
+                    "cannot prepare it; use environment=docker")
+            return
+        log = Path(self.paths.logs) / "setup.log"
+        try:
+            with open(log, "wb") as fh:
+                proc = subprocess.run(["bash", str(setup)], cwd=setup.parent, env=self.env(),
+                                      stdout=fh, stderr=subprocess.STDOUT,
+                                      timeout=_SETUP_TIMEOUT, start_new_session=True)
+        except subprocess.TimeoutExpired as exc:
+            raise EnvironmentFailure(f"task {self.task.name}: setup.sh timed out") from exc
+        if proc.returncode != 0:
+            tail = log.read_text(errors="replace")[-400:]
+            raise EnvironmentFailure(
+                f"task {self.task.name}: setup.sh exited {proc.returncode}: {tail}")
+
+    def upload(self, src: Path, dest: str) -> None:
+        shutil.copytree(src, dest, dirs_exist_ok=True)
+        for path in Path(dest).rglob("*.sh"):
+            path.chmod(path.stat().st_mode | 0o111)
+
+    def _request(self, req: dict) -> dict:
+        host = self._host
+        if host is None or host.poll() is not None:
+            raise EnvironmentFailure("the agent's session has ended")
+        assert host.stdin is not None and host.stdout is not None
+        with self._lock:
+            host.stdin.write(json.dumps(req) + "\n")
+            host.stdin.flush()
+            line = host.stdout.readline()
+        if not line:
+            raise EnvironmentFailure("the agent's session died")
+        reply: dict = json.loads(line)
+        return reply
+
+    def exec(self, command: str, timeout: float) -> ExecResult:
+        reply = self._request({"op": "exec", "command": command, "timeout": timeout,
+                               "cwd": self.paths.workdir, "env": self.env()})
+        return ExecResult(exit_code=reply["exit_code"], stdout=reply["stdout"],
+                          stderr=reply["stderr"], timed_out=reply["timed_out"],
+                          duration_s=reply["duration_s"])
+
+    def end_agent_session(self) -> SessionEnd:
+        if self._host is None or self._host.poll() is not None:
+            return SessionEnd()
+        reply = self._request({"op": "hangup", "grace": 0.3})
+        self._host.wait(timeout=10)
+        self._host = None
+        return SessionEnd(hung_up=reply["hung_up"], killed=reply["killed"],
+                          survivors=reply["survivors"])
+
+    def run_verifier(self) -> VerifierResult:
+        p = self.paths
+        verifier_dir = Path(p.logs) / "verifier"
+        for name in ("reward.txt", "reward.json"):
+            (verifier_dir / name).unlink(missing_ok=True)
+        self.upload(self.task.tests_dir, p.tests)
+        env = self.env() | self.task.verifier.env
+        out_path = verifier_dir / "test-stdout.txt"
+        start = time.monotonic()
+        with open(out_path, "wb") as fh:
+            proc = subprocess.Popen(["bash", str(Path(p.tests) / "test.sh")], cwd=p.workdir,
+                                    env=env, stdout=fh, stderr=subprocess.STDOUT,
+                                    stdin=subprocess.DEVNULL, start_new_session=True)
+            try:
+                proc.wait(timeout=self.task.verifier.timeout_sec)
+            except subprocess.TimeoutExpired:
+                os.killpg(proc.pid, signal.SIGKILL)
+                proc.wait()
+                return VerifierResult(reward=None, cause=Cause.VERIFIER_TIMEOUT,
+                                      message="the verifier timed out",
+                                      duration_s=time.monotonic() - start,
+                                      stdout=out_path.read_text(errors="replace")[-4000:])
+        reward, rewards, cause, message = read_reward_dir(verifier_dir)
+        return VerifierResult(reward=reward, rewards=rewards, cause=cause, message=message,
+                              duration_s=time.monotonic() - start,
+                              stdout=out_path.read_text(errors="replace")[-4000:])
+
+    def stop(self) -> None:
+        try:
+            if self._host is not None and self._host.poll() is None:
+                self._host.kill()
+                self._host.wait(timeout=10)
+            self._host = None
+            kill_marked(self.marker)
+            if not self.keep_workdir:
+                shutil.rmtree(self.box, ignore_errors=True)
+        except Exception:  # noqa: BLE001 - stop() must never raise
+            pass

@@ -1,0 +1,1 @@
+"""Report: Markdown summaries, paper tables and figures from an attempts file."""

@@ -1,0 +1,166 @@
+"""Layer 1: one attempt, from an environment coming up to a verifier reward.
+
+``run_attempt`` takes objects, not config: a task, an environment, an agent, the arm's
+families and the coding portfolio. It writes only into the attempt's own log folder and
+returns an :class:`AttemptRecord`; it never raises for a failure of the attempt (the
+failure is the record's ``cause``).
+"""
+
+from __future__ import annotations
+
+import json
+import time
+import traceback
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+
+import numpy as np
+
+from fire_exp.agents.base import Agent, AgentOutcome, ProviderError
+from fire_exp.agents.session import AgentSession, AgentTimeout
+from fire_exp.environments.base import Environment, EnvironmentFailure, VerifierResult
+from fire_exp.policies.model import Family, Step
+from fire_exp.policies.runtime import PolicyRuntime
+from fire_exp.records import AttemptRecord, Cause, FamilyFunnel, Funnel, Timings, Usage
+
+
+@dataclass(frozen=True)
+class AttemptSpec:
+    """Who and what an attempt is: its place in the schedule and the run."""
+
+    run: str
+    panel: str
+    attempt_id: str
+    task: str
+    cohort: str
+    arm: str
+    replicate: int
+    order: int
+    seed: int
+    config_hash: str = ""
+
+
+def now_iso() -> str:
+    return datetime.now(UTC).isoformat(timespec="milliseconds")
+
+
+def code_funnel(trajectory: Sequence[Step], task_text: str, coding: Sequence[Family],
+                runtime: PolicyRuntime, passed: bool, policy_arm: bool
+                ) -> tuple[Funnel, list[FamilyFunnel]]:
+    """Apply the coding portfolio's extractors to the command log (identically in every arm)."""
+    fired_families = runtime.fired_families()
+    per_family = []
+    for family in coding:
+        try:
+            if not family.eligible(task_text):
+                continue
+            codes = family.code(trajectory, task_text)
+        except Exception:  # noqa: BLE001 - an extractor error leaves the family uncoded
+            continue
+        per_family.append(FamilyFunnel(family=family.name, state=codes.state,
+                                       fired=family.name in fired_families,
+                                       behavior=codes.behavior, passed=passed))
+    states = [f.state for f in per_family if f.state is not None]
+    behaviors = [f.behavior for f in per_family if f.behavior is not None]
+    funnel = Funnel(state=any(states) if states else None,
+                    fired=runtime.fired if policy_arm else False,
+                    behavior=all(behaviors) if behaviors else None, passed=passed)
+    return funnel, per_family
+
+
+def _write_logs(attempt_dir: Path, session: AgentSession | None, runtime: PolicyRuntime,
+                verifier: VerifierResult | None) -> None:
+    agent_dir = attempt_dir / "logs" / "agent"
+    agent_dir.mkdir(parents=True, exist_ok=True)
+    if session is not None:
+        with open(agent_dir / "commands.jsonl", "w", encoding="utf-8") as fh:
+            for step in session.trajectory:
+                fh.write(json.dumps(step.__dict__) + "\n")
+    with open(agent_dir / "policy-events.jsonl", "w", encoding="utf-8") as fh:
+        for entry in runtime.log:
+            fh.write(json.dumps(entry.to_dict()) + "\n")
+    if verifier is not None:
+        (attempt_dir / "logs" / "verifier").mkdir(parents=True, exist_ok=True)
+        (attempt_dir / "logs" / "verifier" / "result.json").write_text(json.dumps(
+            {"reward": verifier.reward, "rewards": verifier.rewards,
+             "cause": verifier.cause.value if verifier.cause else None,
+             "message": verifier.message}, indent=1))
+
+
+def _run_agent(agent: Agent, session: AgentSession, rng: np.random.Generator
+               ) -> tuple[AgentOutcome, Cause | None, str | None]:
+    """Run the agent; map how it ended to a cause (None: it ended normally)."""
+    try:
+        outcome = agent.run(session, rng=rng)
+        return outcome, outcome.cause, outcome.error
+    except AgentTimeout as exc:
+        return AgentOutcome(), Cause.AGENT_TIMEOUT, str(exc)
+    except ProviderError as exc:
+        before = exc.before_action or session.n_commands == 0
+        return AgentOutcome(), (Cause.PROVIDER_FAILED if before else Cause.AGENT_ERROR), str(exc)
+    except EnvironmentFailure as exc:
+        return AgentOutcome(), Cause.ENVIRONMENT_FAILED, str(exc)
+    except Exception as exc:  # noqa: BLE001 - a crash of the agent is the attempt's failure
+        cause = Cause.AGENT_ERROR if session.n_commands else Cause.HARNESS_FAILED
+        return AgentOutcome(), cause, f"{type(exc).__name__}: {exc}"
+
+
+def run_attempt(spec: AttemptSpec, env: Environment, agent: Agent, arm_families: Sequence[Family],
+                coding: Sequence[Family], *, rng: np.random.Generator,
+                versions: dict[str, str] | None = None) -> AttemptRecord:
+    """Run one attempt and return its record. Never raises for an attempt's failure."""
+    started_at, t0 = now_iso(), time.monotonic()
+    task = env.task
+    runtime = PolicyRuntime(arm_families, task.instruction)
+    session: AgentSession | None = None
+    outcome, cause, error = AgentOutcome(), None, None
+    verifier: VerifierResult | None = None
+    t_env = t_agent = t_ver = 0.0
+    try:
+        try:
+            env.start()
+        except EnvironmentFailure as exc:
+            cause, error = Cause.ENVIRONMENT_FAILED, str(exc)
+        t_env = time.monotonic() - t0
+        if cause is None:
+            session = AgentSession(env, runtime, task.instruction, task.agent.timeout_sec)
+            outcome, cause, error = _run_agent(agent, session, rng)
+            t_agent = time.monotonic() - t0 - t_env
+            if env.cancelled.is_set():
+                cause, error = Cause.CANCELLED, "interrupted by the user"
+            elif cause not in (Cause.ENVIRONMENT_FAILED, Cause.HARNESS_FAILED,
+                               Cause.PROVIDER_FAILED):
+                env.end_agent_session()
+                verifier = env.run_verifier()  # runs after an agent timeout too
+                t_ver = time.monotonic() - t0 - t_env - t_agent
+                if cause is None and verifier.cause is not None:
+                    cause, error = verifier.cause, verifier.message
+    except EnvironmentFailure as exc:
+        cause, error = Cause.ENVIRONMENT_FAILED, str(exc)
+    except Exception as exc:  # noqa: BLE001 - a harness fault is recorded, not raised
+        cause, error = Cause.HARNESS_FAILED, f"{type(exc).__name__}: {exc}\n" + \
+            traceback.format_exc(limit=4)
+    finally:
+        env.stop()
+    reward = verifier.reward if verifier is not None else None
+    passed = reward is not None and reward >= 1.0
+    trajectory = session.trajectory if session is not None else []
+    funnel, family_funnel = code_funnel(trajectory, task.instruction, coding, runtime, passed,
+                                        policy_arm=spec.arm != "baseline")
+    _write_logs(env.attempt_dir, session, runtime, verifier)
+    usage = outcome.usage if outcome.usage is not None else Usage()
+    return AttemptRecord(
+        run=spec.run, panel=spec.panel, attempt_id=spec.attempt_id, task=spec.task,
+        task_digest=task.digest, cohort=spec.cohort,
+        families=[f.family for f in family_funnel], arm=spec.arm, replicate=spec.replicate,
+        order=spec.order, seed=spec.seed, agent=agent.name, tier=agent.tier,
+        environment=env.name, reward=reward, passed=passed, cause=cause, error=error,
+        gave_up=outcome.gave_up, funnel=funnel, family_funnel=family_funnel,
+        events=runtime.events, decisions=sum(1 for e in runtime.log if e.decision != "error"),
+        n_commands=session.n_commands if session is not None else 0,
+        timings=Timings(environment_s=round(t_env, 3), agent_s=round(t_agent, 3),
+                        verifier_s=round(t_ver, 3), total_s=round(time.monotonic() - t0, 3)),
+        usage=usage, config_hash=spec.config_hash, versions=versions or {},
+        started_at=started_at, finished_at=now_iso(), log_dir="")

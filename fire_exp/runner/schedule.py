@@ -1,0 +1,76 @@
+"""The randomized schedule: every (task, arm, replicate) with its order and seed.
+
+Within each replicate, every task gets its own random order of the arms (FIRE: "condition
+order is randomized within each replicate"); replicates run one after another. Each
+attempt's seed comes from its own child stream of the panel seed, keyed by task, arm and
+replicate, so adding an arm or a task changes no other attempt's seed.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass
+
+import numpy as np
+
+
+@dataclass(frozen=True)
+class ScheduledAttempt:
+    """One cell of the schedule."""
+
+    position: int  # execution order over the whole panel
+    task: str
+    cohort: str
+    arm: str
+    replicate: int
+    order: int  # the arm's place within its (replicate, task) block
+    seed: int
+
+    @property
+    def attempt_id(self) -> str:
+        return f"{self.task}/{self.arm}/r{self.replicate}"
+
+
+def stable_key(text: str) -> int:
+    """A 32-bit key for ``SeedSequence`` spawn keys that does not depend on Python's hash."""
+    return int.from_bytes(hashlib.sha256(text.encode()).digest()[:4], "big")
+
+
+def attempt_seed(panel_seed: int, task: str, arm: str, replicate: int) -> int:
+    """The seed of one attempt, from its own child stream of the panel seed."""
+    seq = np.random.SeedSequence(panel_seed, spawn_key=(stable_key(task), stable_key(arm),
+                                                        replicate))
+    return int(seq.generate_state(1, dtype=np.uint64)[0] >> np.uint64(1))
+
+
+def build_schedule(tasks: Sequence[tuple[str, str]], arms: Sequence[str], attempts: int,
+                   seed: int) -> list[ScheduledAttempt]:
+    """Randomize arm order within each (replicate, task) block.
+
+    Args:
+        tasks: (task name, cohort) pairs, in the panel's order.
+        arms: the panel's arms.
+        attempts: replicates per task and arm.
+        seed: the panel seed.
+    """
+    if attempts < 1:
+        raise ValueError("attempts must be at least 1")
+    rng = np.random.default_rng(np.random.SeedSequence(seed, spawn_key=(stable_key("schedule"),)))
+    schedule: list[ScheduledAttempt] = []
+    for replicate in range(attempts):
+        for task, cohort in tasks:
+            for order, arm_index in enumerate(rng.permutation(len(arms))):
+                arm = arms[int(arm_index)]
+                schedule.append(ScheduledAttempt(
+                    position=len(schedule), task=task, cohort=cohort, arm=arm,
+                    replicate=replicate, order=order,
+                    seed=attempt_seed(seed, task, arm, replicate)))
+    return schedule
+
+
+def schedule_digest(schedule: Sequence[ScheduledAttempt]) -> str:
+    """SHA-256 of the schedule as canonical JSON (what the preregistration freezes)."""
+    text = json.dumps([asdict(s) for s in schedule], sort_keys=True, separators=(",", ":"))
+    return hashlib.sha256(text.encode()).hexdigest()
