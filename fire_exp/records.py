@@ -248,5 +248,8 @@ def read_records(path: Path | str) -> ReadResult:
                 continue
         else:
             record = _parse_line(path, lineno, text)
-        (started if isinstance(record, StartedRecord) else finished).append(record)
+        if isinstance(record, StartedRecord):
+            started.append(record)
+        else:
+            finished.append(record)
     return ReadResult(finished=finished, started=started, torn_tail=torn)
