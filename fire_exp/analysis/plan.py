@@ -50,6 +50,7 @@ class Bootstrap(_Model):
 
 
 class Permutation(_Model):
+    method: Literal["auto", "monte-carlo"] = "auto"  # auto: exact whenever possible
     n_resamples: int = Field(100_000, ge=1)
     max_enumeration: int = Field(20, ge=0, le=30)
 

@@ -86,7 +86,7 @@ def _contrast_row(plan: AnalysisPlan, name: str, cohort: str, agg: pd.DataFrame,
     d = rate[ok, 0] - rate[ok, 1]
     sf = sign_flip_test(d, n_resamples=plan.permutation.n_resamples,
                         max_enumeration=plan.permutation.max_enumeration,
-                        rng=child_rng(plan.seed, *keys, name, "signflip", cohort))
+                        method=plan.permutation.method, rng=child_rng(plan.seed, *keys, name, "signflip", cohort))
     bi = boot[f"contrast:{name}"]
     ti = paired_t_interval(d, plan.bootstrap.confidence_level)
     ic = improvement_counts(rate[ok, 0], rate[ok, 1])

@@ -157,7 +157,8 @@ def _monte_carlo_p(d: np.ndarray, n_resamples: int, rng: np.random.Generator,
 
 def sign_flip_test(diffs: ArrayLike, *, n_resamples: int = 100_000,
                    max_enumeration: int = 20, lattice: int | None | bool = True,
-                   rng: np.random.Generator | None = None) -> SignFlipResult:
+                   method: str = "auto", rng: np.random.Generator | None = None,
+                   ) -> SignFlipResult:
     """Two-sided paired sign-flip test of a zero mean task-level difference.
 
     Estimand: the mean over tasks of the per-task difference between two arms (each arm's
@@ -169,6 +170,8 @@ def sign_flip_test(diffs: ArrayLike, *, n_resamples: int = 100_000,
         max_enumeration: enumerate all sign vectors when m is at most this.
         lattice: ``True`` detects whether the differences lie on a 1/K lattice; an int
             gives K; ``False``/``None`` never uses the lattice method.
+        method: ``"auto"`` (exact whenever possible) or ``"monte-carlo"`` (always draw B
+            sign vectors, as the FIRE panel did).
         rng: needed only for the Monte Carlo method.
 
     Returns:
@@ -182,6 +185,8 @@ def sign_flip_test(diffs: ArrayLike, *, n_resamples: int = 100_000,
     0.0625
     """
     d = _sign_flip_iv(diffs, n_resamples)
+    if method not in {"auto", "monte-carlo"}:
+        raise ValueError(f"method must be 'auto' or 'monte-carlo', got {method!r}")
     stat = float(d.mean())
     nz = d[d != 0]
     m = int(nz.size)
@@ -191,6 +196,8 @@ def sign_flip_test(diffs: ArrayLike, *, n_resamples: int = 100_000,
         return SignFlipResult(p_value=1.0, method="degenerate", n_resamples=0, mc_se=0.0,
                               **common)
     k = lattice_resolution(nz) if lattice is True else (lattice or None)
+    if method == "monte-carlo":
+        k, max_enumeration = None, -1
     if k is not None:
         a = np.rint(nz * k)
         if np.allclose(a, nz * k, rtol=0, atol=1e-9) and np.abs(a).sum() <= _MAX_LATTICE:
