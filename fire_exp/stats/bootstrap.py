@@ -67,6 +67,21 @@ class TInterval:
     method: str = "paired-t"
 
 
+def _fixed_point(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Scale each column by a power of two to whole numbers small enough that W @ x is exact.
+
+    With T tasks and counts summing to T, every partial sum of W @ x stays below 2^52, so
+    the product is exact whatever order BLAS adds in: the output does not depend on the
+    chunk size, on the other columns, or on the BLAS build's blocking. Rounding to the grid
+    costs at most 2^-52 · T · max|x| per sum.
+    """
+    t = x.shape[0]
+    peak = np.max(np.abs(x), axis=0) if t else np.zeros(x.shape[1])
+    exps = np.floor(np.log2((2.0 ** 52) / (t * np.where(peak > 0, peak, 1.0))))
+    scale = np.exp2(exps)
+    return np.rint(x * scale), scale
+
+
 def count_matrix_sums(x: np.ndarray, *, n_resamples: int, rng: np.random.Generator,
                       chunk_size: int | None = None) -> np.ndarray:
     """Resampled column sums W @ x for B task-level resamples (B x columns).
@@ -83,14 +98,16 @@ def count_matrix_sums(x: np.ndarray, *, n_resamples: int, rng: np.random.Generat
     t = x.shape[0]
     # ~64k indices per chunk keeps W in cache: about 8x faster than one big W.
     chunk = chunk_size or max(1, min(n_resamples, 65_536 // max(t, 1)))
+    fixed, scale = _fixed_point(np.asarray(x, dtype=float))
     out = np.empty((n_resamples, x.shape[1]))
     for start in range(0, n_resamples, chunk):
         rows = min(chunk, n_resamples - start)
+        # One 64-bit draw per index (no buffered bits): the stream is chunk-independent.
         idx = (rng.random((rows, t)) * t).astype(np.intp)
         idx += (np.arange(rows) * t)[:, None]
         w = np.bincount(idx.ravel(), minlength=rows * t).reshape(rows, t)
-        out[start:start + rows] = w.astype(float) @ x
-    return out
+        out[start:start + rows] = w.astype(float) @ fixed
+    return out / scale
 
 
 def _bootstrap_iv(columns: Mapping[str, ArrayLike], ratios: Mapping[str, tuple[ArrayLike,
@@ -118,6 +135,8 @@ def _interval(dist: np.ndarray, estimate: float, level: float, n_tasks: int) -> 
     with np.errstate(invalid="ignore"):
         low, high = np.percentile(dist, [100 * alpha, 100 * (1 - alpha)])
         srt = np.sort(dist)
+    # Interpolating between two infinite resamples (zero denominators) gives NaN: it is inf.
+    low, high = (np.inf if np.isnan(v) else v for v in (low, high))
     # MC error of a percentile endpoint: half-width of the order-statistic band / z.
     half = _Z95 * np.sqrt(b * alpha * (1 - alpha))
     lo_i, hi_i = int(max(0, np.floor(b * alpha - half))), int(min(b - 1, np.ceil(b * alpha + half)))
