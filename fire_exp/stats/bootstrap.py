@@ -6,8 +6,9 @@ them gives the count matrix W (B x T), and one matrix product W @ X (X: T x colu
 the resampled sums of every column together. Means are Σw·x·m / Σw·m (m masks tasks where
 a column is missing); ratio metrics are Σw·num / Σw·den per resample.
 
-Indices come from ``rng.random`` (one 64-bit draw per index, no buffered bits), so the
-output does not depend on ``chunk_size``.
+Indices come from raw 64-bit draws, a fixed number per resample, so the output does not
+depend on ``chunk_size``; the product is exact (fixed point), so it does not depend on the
+other columns or on BLAS blocking either.
 """
 
 from __future__ import annotations
@@ -97,16 +98,25 @@ def count_matrix_sums(x: np.ndarray, *, n_resamples: int, rng: np.random.Generat
     """
     t = x.shape[0]
     # ~64k indices per chunk keeps W in cache: about 8x faster than one big W.
-    chunk = chunk_size or max(1, min(n_resamples, 65_536 // max(t, 1)))
+    chunk = max(1, min(n_resamples, chunk_size or 65_536 // max(t, 1)))
     fixed, scale = _fixed_point(np.asarray(x, dtype=float))
     out = np.empty((n_resamples, x.shape[1]))
+    half = (t + 1) // 2
+    idx = np.empty((chunk, t), dtype=np.uint64)
+    offsets = (np.arange(chunk, dtype=np.uint64) * np.uint64(t))[:, None]
     for start in range(0, n_resamples, chunk):
         rows = min(chunk, n_resamples - start)
-        # One 64-bit draw per index (no buffered bits): the stream is chunk-independent.
-        idx = (rng.random((rows, t)) * t).astype(np.intp)
-        idx += (np.arange(rows) * t)[:, None]
-        w = np.bincount(idx.ravel(), minlength=rows * t).reshape(rows, t)
-        out[start:start + rows] = w.astype(float) @ fixed
+        # Each resample takes ceil(T/2) raw 64-bit draws, two 32-bit halves per draw, so
+        # the stream is the same whatever the chunk size. Multiply-shift maps a 32-bit u to
+        # floor(u·T / 2^32) in [0, T) (bias at most T / 2^32).
+        raw = rng.bit_generator.random_raw(rows * half).reshape(rows, half)
+        ib = idx[:rows]
+        np.copyto(ib, raw.view(np.uint32)[:, :t], casting="unsafe")
+        ib *= np.uint64(t)
+        ib >>= np.uint64(32)
+        ib += offsets[:rows]  # row r's indices land in [r·T, (r+1)·T): one bincount
+        w = np.bincount(ib.view(np.int64).ravel(), minlength=rows * t).reshape(rows, t)
+        np.matmul(w.astype(float), fixed, out=out[start:start + rows])
     return out / scale
 
 
@@ -187,7 +197,9 @@ def paired_bootstrap(columns: Mapping[str, ArrayLike], *,
         arr = np.asarray(v, dtype=float)
         mask = ~np.isnan(arr)
         slots[name] = (len(blocks), mask)
-        blocks += [np.where(mask, arr, 0.0), mask.astype(float)]
+        blocks.append(np.where(mask, arr, 0.0))
+        if not mask.all():  # a complete column's denominator is Σw = T: no product needed
+            blocks.append(mask.astype(float))
     for name, (num, den) in ratios.items():
         slots[name] = (len(blocks), None)
         blocks += [np.asarray(num, dtype=float), np.asarray(den, dtype=float)]
@@ -196,14 +208,17 @@ def paired_bootstrap(columns: Mapping[str, ArrayLike], *,
     observed = x.sum(axis=0)
     out: dict[str, BootstrapInterval] = {}
     for name, (j, mask) in slots.items():
+        complete = mask is not None and bool(mask.all())
+        den, den_obs = (float(t), float(t)) if complete else (sums[:, j + 1], observed[j + 1])
         with np.errstate(divide="ignore", invalid="ignore"):
-            dist = sums[:, j] / sums[:, j + 1]
-            est = observed[j] / observed[j + 1]
+            dist = sums[:, j] / den
+            est = observed[j] / den_obs
         if mask is None:  # ratio: a resample with a zero denominator has an infinite ratio
             dist = np.where(sums[:, j + 1] == 0, np.inf, dist)
             n_tasks = t
         else:  # mean: a resample that drew no observed task keeps the observed mean
-            dist = np.where(sums[:, j + 1] == 0, est, dist)
+            if not complete:
+                dist = np.where(sums[:, j + 1] == 0, est, dist)
             n_tasks = int(mask.sum())
         out[name] = _interval(dist, float(est), confidence_level, n_tasks)
     return out
