@@ -143,7 +143,9 @@ def _load_csv(path: Path) -> LoadedAttempts:
             need = missing or ["reward or passed"]
             raise InputError(path, "line 1 (header)", f"missing column(s) {need}",
                              "a CSV needs task, arm, replicate and reward or passed")
-        rows, seen, n_invalid = [], {}, 0
+        rows: list[dict[str, object]] = []
+        seen: dict[tuple[object, ...], int] = {}
+        n_invalid = 0
         for raw in reader:
             line = reader.line_num
             if None in raw or any(v is None for v in raw.values()):

@@ -45,14 +45,14 @@ class Contrast(_Model):
 
 
 class Bootstrap(_Model):
-    n_resamples: int = Field(10_000, ge=1)
-    confidence_level: float = Field(0.95, gt=0, lt=1)
+    n_resamples: int = Field(default=10_000, ge=1)
+    confidence_level: float = Field(default=0.95, gt=0, lt=1)
 
 
 class Permutation(_Model):
     method: Literal["auto", "monte-carlo"] = "auto"  # auto: exact whenever possible
-    n_resamples: int = Field(100_000, ge=1)
-    max_enumeration: int = Field(20, ge=0, le=30)
+    n_resamples: int = Field(default=100_000, ge=1)
+    max_enumeration: int = Field(default=20, ge=0, le=30)
 
 
 class Multiplicity(_Model):
@@ -84,10 +84,10 @@ class AnalysisPlan(_Model):
     primary: Contrast
     secondary: list[str] = Field(default_factory=list)
     cohorts: list[str] = Field(default_factory=lambda: ["eligible", "silent", "all"])
-    bootstrap: Bootstrap = Field(default_factory=Bootstrap)
-    permutation: Permutation = Field(default_factory=Permutation)
-    multiplicity: Multiplicity = Field(default_factory=Multiplicity)
-    missing_data: MissingData = Field(default_factory=MissingData)
+    bootstrap: Bootstrap = Field(default_factory=lambda: Bootstrap())
+    permutation: Permutation = Field(default_factory=lambda: Permutation())
+    multiplicity: Multiplicity = Field(default_factory=lambda: Multiplicity())
+    missing_data: MissingData = Field(default_factory=lambda: MissingData())
     interaction: Interaction | None = None
 
     @field_validator("secondary")

@@ -282,7 +282,7 @@ def analyze(source: str | Path | pd.DataFrame | LoadedAttempts,
                                 "behavior", "passed"]), "<frame>", len(frame), 0, 0)
     else:
         loaded = load_attempts(source)
-    att, notes = loaded.attempts, []
+    att, notes = loaded.attempts, list[str]()
     if att.empty:
         raise ValueError(f"{loaded.source}: no scored attempts")
     contrasts, trans, arm_rows = _run_cohorts(plan, att, (), notes)

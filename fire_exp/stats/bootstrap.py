@@ -192,7 +192,8 @@ def paired_bootstrap(columns: Mapping[str, ArrayLike], *,
     """
     ratios = dict(ratios or {})
     t = _bootstrap_iv(columns, ratios, n_resamples, confidence_level)
-    blocks, slots = [], {}
+    blocks: list[np.ndarray] = []
+    slots: dict[str, tuple[int, np.ndarray | None]] = {}
     for name, v in columns.items():
         arr = np.asarray(v, dtype=float)
         mask = ~np.isnan(arr)

@@ -103,7 +103,8 @@ def mcnemar_stratified(b: ArrayLike, c: ArrayLike, weights: ArrayLike) -> McNema
     if not np.any((n > 0) & (w > 0)):
         return McNemarResult(int(b_arr.sum()), int(c_arr.sum()), stat, 1.0, "degenerate",
                              int(b_arr.size))
-    values, probs = np.zeros(1), np.ones(1)
+    values: np.ndarray = np.zeros(1)
+    probs: np.ndarray = np.ones(1)
     for ws, ns in zip(w.tolist(), n.tolist(), strict=True):
         if ns == 0 or ws == 0:
             continue
@@ -114,7 +115,7 @@ def mcnemar_stratified(b: ArrayLike, c: ArrayLike, weights: ArrayLike) -> McNema
         # Merge equal sums (to rounding) so the support stays small.
         key = np.round(values, 9)
         values, inv = np.unique(key, return_inverse=True)
-        probs = np.bincount(inv, weights=probs)
+        probs = np.bincount(inv, weights=probs).astype(float)
         if values.size > _MAX_SUPPORT:
             raise ValueError("the stratified null has too many distinct values; use "
                              "integer-valued weights")

@@ -191,24 +191,24 @@ def sign_flip_test(diffs: ArrayLike, *, n_resamples: int = 100_000,
     nz = d[d != 0]
     m = int(nz.size)
     min_p = min(1.0, 2.0 / 2.0 ** m) if m else 1.0
-    common = dict(statistic=stat, min_attainable_p=min_p, n_tasks=int(d.size), n_nonzero=m)
+
+    def result(p: float, how: str, b: int = 0, se: float = 0.0) -> SignFlipResult:
+        return SignFlipResult(statistic=stat, p_value=p, method=how, n_resamples=b, mc_se=se,
+                              min_attainable_p=min_p, n_tasks=int(d.size), n_nonzero=m)
+
     if m == 0:
-        return SignFlipResult(p_value=1.0, method="degenerate", n_resamples=0, mc_se=0.0,
-                              **common)
+        return result(1.0, "degenerate")
     k = lattice_resolution(nz) if lattice is True else (lattice or None)
     if method == "monte-carlo":
         k, max_enumeration = None, -1
     if k is not None:
         a = np.rint(nz * k)
         if np.allclose(a, nz * k, rtol=0, atol=1e-9) and np.abs(a).sum() <= _MAX_LATTICE:
-            return SignFlipResult(p_value=_lattice_p(a.astype(np.int64)),
-                                  method="exact-lattice", n_resamples=0, mc_se=0.0, **common)
+            return result(_lattice_p(a.astype(np.int64)), "exact-lattice")
     if m <= max_enumeration:
-        return SignFlipResult(p_value=_enumeration_p(nz), method="exact-enumeration",
-                              n_resamples=0, mc_se=0.0, **common)
+        return result(_enumeration_p(nz), "exact-enumeration")
     if rng is None:
         raise ValueError(f"{m} non-zero tasks off any lattice need the Monte Carlo method: "
                          "pass rng=")
     p, se = _monte_carlo_p(nz, int(n_resamples), rng)
-    return SignFlipResult(p_value=p, method="monte-carlo", n_resamples=int(n_resamples),
-                          mc_se=se, **common)
+    return result(p, "monte-carlo", int(n_resamples), se)
