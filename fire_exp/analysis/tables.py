@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -20,6 +21,7 @@ import scipy
 from fire_exp.analysis.load import LoadedAttempts, load_attempts, normalize_frame
 from fire_exp.analysis.plan import AnalysisPlan, load_plan, parse_contrast
 from fire_exp.stats import (
+    BootstrapInterval,
     aggregate_tasks,
     child_rng,
     holm,
@@ -37,6 +39,7 @@ __all__ = ["CONTRAST_LEADING_COLUMNS", "AnalysisResult", "analyze"]
 
 CONTRAST_LEADING_COLUMNS = ["contrast", "cohort", "n_tasks", "estimate_pp", "ci_low_pp",
                             "ci_high_pp", "p_value", "p_method"]
+Row = dict[str, Any]
 _SMALL = 30  # below this many tasks percentile intervals under-cover: read the t interval
 
 
@@ -77,7 +80,8 @@ def _role(plan: AnalysisPlan, contrast: str, cohort: str) -> str:
 
 
 def _contrast_row(plan: AnalysisPlan, name: str, cohort: str, agg: pd.DataFrame,
-                  boot: Mapping, keys: tuple[str, ...]) -> tuple[dict, pd.DataFrame]:
+                  boot: Mapping[str, BootstrapInterval], keys: tuple[str, ...],
+                  ) -> tuple[Row, pd.DataFrame]:
     a, b = parse_contrast(name)
     tasks, rate = task_matrix(agg, "pass_rate", [a, b])
     _, succ = task_matrix(agg, "successes", [a, b])
@@ -116,7 +120,8 @@ def _contrast_row(plan: AnalysisPlan, name: str, cohort: str, agg: pd.DataFrame,
 
 
 def _cohort_tables(plan: AnalysisPlan, att: pd.DataFrame, cohort: str,
-                   keys: tuple[str, ...], notes: list[str]) -> tuple[list, list, list]:
+                   keys: tuple[str, ...], notes: list[str],
+                   ) -> tuple[list[Row], list[pd.DataFrame], list[Row]]:
     sub = _cohort_frame(att, cohort)
     if sub.empty:
         notes.append(f"cohort '{cohort}': no attempts; skipped")
@@ -174,7 +179,7 @@ def _cohort_tables(plan: AnalysisPlan, att: pd.DataFrame, cohort: str,
     return rows, trans, arm_rows
 
 
-def _contrast_frame(rows: list[dict]) -> pd.DataFrame:
+def _contrast_frame(rows: list[Row]) -> pd.DataFrame:
     frame = pd.DataFrame(rows)
     if frame.empty:
         return pd.DataFrame(columns=CONTRAST_LEADING_COLUMNS)
@@ -183,8 +188,10 @@ def _contrast_frame(rows: list[dict]) -> pd.DataFrame:
 
 
 def _run_cohorts(plan: AnalysisPlan, att: pd.DataFrame, keys: tuple[str, ...],
-                 notes: list[str]) -> tuple[pd.DataFrame, list, list]:
-    rows, trans, arms = [], [], []
+                 notes: list[str]) -> tuple[pd.DataFrame, list[pd.DataFrame], list[Row]]:
+    rows: list[Row] = []
+    trans: list[pd.DataFrame] = []
+    arms: list[Row] = []
     for cohort in plan.cohorts:
         r, t, a = _cohort_tables(plan, att, cohort, keys, notes)
         rows += r
@@ -224,7 +231,7 @@ def _interaction_frame(plan: AnalysisPlan, att: pd.DataFrame, notes: list[str]) 
         "n_first": res.n_first, "n_second": res.n_second}])
 
 
-def _pass_k_frame(arm_rows: list[dict]) -> pd.DataFrame:
+def _pass_k_frame(arm_rows: list[Row]) -> pd.DataFrame:
     rows = [{"cohort": r["cohort"], "arm": r["arm"], "k": k, "n_tasks": r["n_tasks"],
              "pass_at_k_pct": 100 * at, "pass_hat_k_pct": 100 * hat,
              "consistency": r["_curve"].consistency}

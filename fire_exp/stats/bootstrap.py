@@ -117,7 +117,8 @@ def count_matrix_sums(x: np.ndarray, *, n_resamples: int, rng: np.random.Generat
         ib += offsets[:rows]  # row r's indices land in [r·T, (r+1)·T): one bincount
         w = np.bincount(ib.view(np.int64).ravel(), minlength=rows * t).reshape(rows, t)
         np.matmul(w.astype(float), fixed, out=out[start:start + rows])
-    return out / scale
+    result: np.ndarray = out / scale
+    return result
 
 
 def _bootstrap_iv(columns: Mapping[str, ArrayLike], ratios: Mapping[str, tuple[ArrayLike,
@@ -136,7 +137,7 @@ def _bootstrap_iv(columns: Mapping[str, ArrayLike], ratios: Mapping[str, tuple[A
         raise ValueError(f"n_resamples must be a positive integer, got {n_resamples!r}")
     if not 0 < confidence_level < 1:
         raise ValueError(f"confidence_level must be in (0, 1), got {confidence_level!r}")
-    return t
+    return int(t)
 
 
 def _interval(dist: np.ndarray, estimate: float, level: float, n_tasks: int) -> BootstrapInterval:

@@ -56,7 +56,8 @@ def _subset_sums(d: np.ndarray, n_first: int, n_permutations: int,
         # Few distinct values (lattice outcomes): draw the composition of the first cohort.
         comp = rng.multivariate_hypergeometric(counts, n_first, size=n_permutations,
                                                method="marginals")
-        return comp @ values
+        sums: np.ndarray = comp @ values
+        return sums
     out = np.empty(n_permutations)
     chunk = max(1, 262_144 // d.size)
     for start in range(0, n_permutations, chunk):
