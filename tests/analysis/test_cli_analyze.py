@@ -45,8 +45,9 @@ def test_fire_primary_contrast_reproduced(tmp_path, capsys):
     # exact CI values the seed gives (lattice points of 1/28)
     r = rows[("real - sham", "eligible")]
     assert (round(float(r["ci_low_pp"]), 1), round(float(r["ci_high_pp"]), 1)) == (7.1, 46.4)
-    assert float(rows[("sham - baseline", "eligible")]["estimate_pp"]) == pytest.approx(
-        -3.5714285714, abs=1e-6)
+    sb = rows[("sham - baseline", "eligible")]
+    assert float(sb["estimate_pp"]) == pytest.approx(-3.5714285714, abs=1e-6)
+    assert (round(float(sb["ci_low_pp"]), 1), round(float(sb["ci_high_pp"]), 1)) == (-17.9, 10.7)
     pr = {(r["cohort"], r["arm"]): r for r in _rows(tmp_path / "pass_rates.csv")}
     assert [int(pr[("eligible", a)]["successes"]) for a in ("real", "sham", "baseline")] == [
         17, 10, 11]
@@ -101,6 +102,7 @@ TABLE3 = {
     ("real - baseline", "eligible"): (21.4, 7.1, 35.7, 0.032),
     ("real - baseline", "silent"): (3.1, -6.3, 12.5, None),
     ("real - baseline", "all"): (11.7, 3.3, 20.0, 0.039),
+    ("sham - baseline", "eligible"): (-3.6, -17.9, 10.7, None),
     ("real - always_verify", "eligible"): (21.4, 7.1, 39.3, 0.064),
     ("real - always_verify", "silent"): (15.6, 3.1, 31.3, None),
     ("real - always_verify", "all"): (18.3, 8.3, 30.0, 0.004),
