@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import csv
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
@@ -42,6 +42,8 @@ class LoadedAttempts:
         n_invalid: records with ``valid=False``, excluded from scoring.
         n_superseded: records dropped by the replacement rule.
         torn_tail: the file's last line was torn by a crash and ignored.
+        superseded: the records the replacement rule dropped (task, arm, replicate,
+            cause), kept so error rates per arm count every failed attempt.
     """
 
     attempts: pd.DataFrame
@@ -51,21 +53,26 @@ class LoadedAttempts:
     n_invalid: int
     n_superseded: int
     torn_tail: bool = False
+    superseded: pd.DataFrame = field(
+        default_factory=lambda: pd.DataFrame(columns=[*KEY, "cause"]))
 
 
 def _tri(value: bool | None) -> float:
     return float("nan") if value is None else float(value)
 
 
-def _select_chains(records: list[AttemptRecord]) -> tuple[list[tuple[AttemptRecord, bool]], int]:
+def _select_chains(records: list[AttemptRecord],
+                   ) -> tuple[list[tuple[AttemptRecord, bool]], list[AttemptRecord]]:
     chains: dict[tuple[str, str, int], list[AttemptRecord]] = {}
     for r in records:
         chains.setdefault((r.task, r.arm, r.replicate), []).append(r)
-    chosen = []
+    chosen, dropped = [], []
     for chain in chains.values():
         fair = next((r for r in chain if r.fair), None)
-        chosen.append((fair, False) if fair is not None else (chain[-1], True))
-    return chosen, len(records) - len(chosen)
+        keep = fair if fair is not None else chain[-1]
+        chosen.append((keep, fair is None))
+        dropped += [r for r in chain if r is not keep]
+    return chosen, dropped
 
 
 def _record_row(r: AttemptRecord, no_fair: bool) -> dict[str, object]:
@@ -98,7 +105,10 @@ def _load_jsonl(path: Path) -> LoadedAttempts:
         attempts=pd.DataFrame(rows, columns=ATTEMPT_COLUMNS),
         families=pd.DataFrame(fam_rows, columns=FAMILY_COLUMNS), source=str(path),
         n_records=len(read.finished), n_invalid=len(read.finished) - len(valid),
-        n_superseded=superseded, torn_tail=read.torn_tail)
+        n_superseded=len(superseded), torn_tail=read.torn_tail,
+        superseded=pd.DataFrame([{"task": r.task, "arm": r.arm, "replicate": r.replicate,
+                                  "cause": r.cause.value if r.cause else ""}
+                                 for r in superseded], columns=[*KEY, "cause"]))
 
 
 def _cell(path: Path, line: int, col: str, text: str, kind: str) -> object:

@@ -243,12 +243,15 @@ def _pass_k_frame(arm_rows: list[Row]) -> pd.DataFrame:
 
 def _funnel_frame(att: pd.DataFrame, fam: pd.DataFrame, cohorts: list[str],
                   ) -> tuple[pd.DataFrame, pd.DataFrame]:
-    def counts(g: pd.DataFrame, state: str, fired: str, beh: str, passed: str) -> pd.Series:
-        return pd.Series({"attempts": len(g), "state": int((g[state] == 1).sum()),
-                          "fired": int((g[fired] == 1).sum()),
-                          "behavior": int((g[beh] == 1).sum()),
-                          "coded": int(g[beh].notna().sum()),
-                          "passed": int((g[passed] == 1).sum())})
+    def counts(g: pd.DataFrame, state: str, fired: str, beh: str, passed: str) -> Row:
+        passed_in_state = (g[passed] == 1) & (g[state] == 1)
+        near = int((passed_in_state & (g[beh] == 0)).sum())
+        # near miss (seed 000): among passes in the risky state, those without the
+        # registered behavior
+        return {"attempts": len(g), "state": int((g[state] == 1).sum()),
+                "fired": int((g[fired] == 1).sum()), "behavior": int((g[beh] == 1).sum()),
+                "coded": int(g[beh].notna().sum()), "passed": int((g[passed] == 1).sum()),
+                "near_miss_pct": 100 * near / max(1, int(passed_in_state.sum()))}
     rows = []
     for cohort in cohorts:
         sub = _cohort_frame(att, cohort)
@@ -260,15 +263,22 @@ def _funnel_frame(att: pd.DataFrame, fam: pd.DataFrame, cohorts: list[str],
     return pd.DataFrame(rows), pd.DataFrame(fam_rows)
 
 
-def _errors_frame(att: pd.DataFrame) -> pd.DataFrame:
+def _errors_frame(att: pd.DataFrame, superseded: pd.DataFrame) -> pd.DataFrame:
+    """Per arm: scored attempts, infrastructure failures, replaced records and causes.
+
+    Cause counts cover every record, the replaced ones included, so a treatment that
+    provokes provider or environment failures shows here even when recovery replaced them.
+    """
     rows = []
     for arm, g in att.groupby("arm", sort=True):
+        dropped = superseded[superseded["arm"] == arm]
+        causes = pd.concat([g["cause"], dropped["cause"]])
         row = {"arm": arm, "attempts": len(g),
                "infrastructure_failures": int(g["infrastructure_failure"].sum()),
                "infrastructure_failure_pct": 100 * float(g["infrastructure_failure"].mean()),
                "no_fair_attempt": int(g["no_fair_attempt"].sum()),
-               "gave_up": int(g["gave_up"].sum())}
-        for cause, n in g.loc[g["cause"] != "", "cause"].value_counts().sort_index().items():
+               "replaced_records": len(dropped), "gave_up": int(g["gave_up"].sum())}
+        for cause, n in causes[causes != ""].value_counts().sort_index().items():
             row[f"cause:{cause}"] = int(n)
         rows.append(row)
     return pd.DataFrame(rows).fillna(0)
@@ -316,5 +326,5 @@ def analyze(source: str | Path | pd.DataFrame | LoadedAttempts,
         contrasts=contrasts, sensitivity=sensitivity,
         interaction=_interaction_frame(plan, att, notes),
         transitions=pd.concat(trans, ignore_index=True) if trans else pd.DataFrame(),
-        pass_k=_pass_k_frame(arm_rows), errors=_errors_frame(att),
+        pass_k=_pass_k_frame(arm_rows), errors=_errors_frame(att, loaded.superseded),
         funnel=funnel, family_funnel=family_funnel, metadata=metadata, notes=tuple(notes))

@@ -132,3 +132,21 @@ def test_fire_table3_and_interaction(tmp_path):
     assert (round(float(inter["ci_low_pp"]), 1), round(float(inter["ci_high_pp"]), 1)) == (
         -4.9, 42.9)
     assert round(float(inter["p_value"]), 2) == 0.20
+
+
+def test_fire_table4_funnel_from_jsonl(tmp_path):
+    """FIRE Table 4 (eligible, 28 attempts per arm: state / fired / behavior of 24 coded /
+    pass) from a JSONL fixture whose records carry the funnel; each arm has one provider
+    failure replaced by a fair attempt and one invalid record is excluded."""
+    assert main([str(DATA / "fire_eligible_funnel.jsonl"), "--out", str(tmp_path)]) == 0
+    funnel = {r["arm"]: r for r in _rows(tmp_path / "funnel.csv") if r["cohort"] == "eligible"}
+    table4 = {"baseline": (25, 0, 11, 11), "real": (26, 25, 22, 17), "sham": (26, 26, 13, 10),
+              "always_verify": (25, 28, 14, 11), "reconsider": (24, 28, 12, 12)}
+    for arm, expected in table4.items():
+        f = funnel[arm]
+        got = tuple(int(f[c]) for c in ("state", "fired", "behavior", "passed"))
+        assert got == expected and int(f["coded"]) == 24 and int(f["attempts"]) == 28
+    errors = {r["arm"]: r for r in _rows(tmp_path / "errors.csv")}
+    assert all(int(e["replaced_records"]) == 1 for e in errors.values())
+    rows = {(r["contrast"], r["cohort"]): r for r in _rows(tmp_path / "contrasts.csv")}
+    assert round(float(rows[("real - sham", "eligible")]["estimate_pp"]), 1) == 25.0

@@ -99,11 +99,13 @@ def test_funnel_from_records(tmp_path, fast_plan):
     append_records(path, recs)
     r = analyze(load_attempts(path), fast_plan)
     f = r.funnel.query("cohort == 'eligible'").drop(columns="cohort").set_index("arm")
-    assert f.loc["real"].tolist() == [4, 3, 3, 3, 3, 3]
-    assert f.loc["sham"].tolist() == [3, 3, 0, 0, 0, 0]
+    assert f.loc["real"].tolist() == [4, 3, 3, 3, 3, 3, 0.0]
+    assert f.loc["sham"].tolist() == [3, 3, 0, 0, 0, 0, 0.0]
     ff = r.family_funnel.set_index("arm")
     assert ff.loc["real", "fired"] == 3 and ff.loc["sham", "passed"] == 0
-    assert r.errors.set_index("arm").loc["real", "no_fair_attempt"] == 1
+    errors = r.errors.set_index("arm")
+    assert errors.loc["real", "no_fair_attempt"] == 1
+    assert errors.loc["real", "cause:provider_failed"] == 1
 
 
 def test_degenerate_panel_gives_defined_results(fast_plan):
