@@ -30,7 +30,7 @@ from scipy import stats as _st
 __all__ = ["SignFlipResult", "lattice_resolution", "sign_flip_test"]
 
 _REL_TOL = 1e-14  # as scipy: null statistics within rounding of the observed one count
-_MAX_LATTICE = 10_000_000  # largest Σ|a_i| the exact convolution will hold
+_MAX_LATTICE_WORK = 300_000_000  # multiply-adds the exact convolution may spend
 
 
 @dataclass(frozen=True)
@@ -106,6 +106,16 @@ def _lattice_p(a: np.ndarray) -> float:
     support = np.abs(2 * np.arange(total + 1) - total)
     tail = pmf[support >= s_obs].sum()
     return float(min(1.0, int(tail) / 2 ** mags.size if exact else tail))
+
+
+def _lattice_work(a: np.ndarray) -> int:
+    """Multiply-adds of the binomial convolutions (fine lattices with many values are slow)."""
+    length, work = 1, 0
+    for v, n_v in zip(*np.unique(np.abs(a), return_counts=True), strict=True):
+        part = int(v) * int(n_v) + 1
+        work += length * part
+        length += part - 1
+    return work
 
 
 def _half_sums(d: np.ndarray) -> np.ndarray:
@@ -203,7 +213,8 @@ def sign_flip_test(diffs: ArrayLike, *, n_resamples: int = 100_000,
         k, max_enumeration = None, -1
     if k is not None:
         a = np.rint(nz * k)
-        if np.allclose(a, nz * k, rtol=0, atol=1e-9) and np.abs(a).sum() <= _MAX_LATTICE:
+        on_lattice = np.allclose(a, nz * k, rtol=0, atol=1e-9)
+        if on_lattice and _lattice_work(a.astype(np.int64)) <= _MAX_LATTICE_WORK:
             return result(_lattice_p(a.astype(np.int64)), "exact-lattice")
     if m <= max_enumeration:
         return result(_enumeration_p(nz), "exact-enumeration")

@@ -65,15 +65,23 @@ def test_fire_primary_contrast_monte_carlo_like_the_paper(tmp_path):
     assert abs(float(row["p_value"]) - 0.061) <= 4 * float(row["p_mc_se"])
 
 
-def test_run_folder_default_out_and_bit_identical(tmp_path, capsys):
-    run = tmp_path / "run"
-    run.mkdir()
+def test_default_out_next_to_file_and_bit_identical(tmp_path, capsys):
     simulate_panel(8, rng=np.random.default_rng(0)).to_csv(tmp_path / "p.csv", index=False)
     assert main([str(tmp_path / "p.csv"), "--plan", "demo"]) == 0
     first = (tmp_path / "p-analysis" / "contrasts.csv").read_bytes()
     assert main([str(tmp_path / "p.csv"), "--plan", "analysis/demo.yaml"]) == 0
     assert (tmp_path / "p-analysis" / "contrasts.csv").read_bytes() == first
     capsys.readouterr()
+
+
+def test_run_folder_writes_into_its_analysis_folder(tmp_path, capsys):
+    run = tmp_path / "run"
+    run.mkdir()
+    (run / "attempts.jsonl").write_bytes((DATA / "fire_eligible_funnel.jsonl").read_bytes())
+    assert fire_exp(["analyze", str(run)]) == 0
+    assert (run / "analysis" / "contrasts.csv").is_file()
+    assert (run / "analysis" / "metadata.json").is_file()
+    assert "| real - sham | eligible | primary |" in capsys.readouterr().out
 
 
 def test_bad_input_is_one_line_exit_2(tmp_path, capsys):

@@ -79,3 +79,11 @@ def test_properties(ints):
     assert sign_flip_test(-d).p_value == pytest.approx(r.p_value, abs=1e-12)
     assert sign_flip_test(d[::-1]).p_value == pytest.approx(r.p_value, abs=1e-12)
     assert sign_flip_test(d, lattice=False).p_value == pytest.approx(r.p_value, abs=1e-12)
+
+
+def test_fine_lattice_with_many_tasks_falls_back_to_monte_carlo():
+    d = np.random.default_rng(0).integers(-1000, 1001, 1000) / 1000
+    r = sign_flip_test(d, n_resamples=2000, rng=np.random.default_rng(1))
+    assert r.method == "monte-carlo" and 0 < r.p_value <= 1
+    coarse = sign_flip_test(np.round(d * 3) / 3)
+    assert coarse.method == "exact-lattice"
