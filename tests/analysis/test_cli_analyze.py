@@ -2,7 +2,7 @@ import csv
 
 import numpy as np
 import pytest
-from analysis_helpers import DATA
+from tests.analysis.analysis_helpers import DATA
 
 from fire_exp.analysis.simulate import simulate_panel
 from fire_exp.cli import main as fire_exp
@@ -55,7 +55,7 @@ def test_fire_primary_contrast_reproduced(tmp_path, capsys):
 
 def test_fire_primary_contrast_monte_carlo_like_the_paper(tmp_path):
     plan = tmp_path / "mc.yaml"
-    from analysis_helpers import REPO
+    from tests.analysis.analysis_helpers import REPO
     plan.write_text((REPO / "analysis" / "default.yaml").read_text().replace(
         "method: auto ", "method: monte-carlo "))
     assert main([str(FIXTURE), "--plan", str(plan), "--out", str(tmp_path / "o")]) == 0

@@ -1,5 +1,5 @@
 import pytest
-from analysis_helpers import make_record
+from tests.analysis.analysis_helpers import make_record
 
 from fire_exp.analysis import load_attempts
 from fire_exp.errors import InputError

@@ -1,5 +1,5 @@
 import pytest
-from analysis_helpers import REPO
+from tests.analysis.analysis_helpers import REPO
 
 from fire_exp.analysis import load_plan
 from fire_exp.errors import InputError

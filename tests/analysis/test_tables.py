@@ -1,7 +1,7 @@
 import numpy as np
 import pandas as pd
 import pytest
-from analysis_helpers import make_record
+from tests.analysis.analysis_helpers import make_record
 
 from fire_exp.analysis import CONTRAST_LEADING_COLUMNS, analyze, load_attempts, write_tables
 from fire_exp.analysis.simulate import simulate_panel
