@@ -25,6 +25,7 @@ are written to the activity log, where the validity guard finds them.
 from __future__ import annotations
 
 import json
+import re
 import shlex
 import time
 from collections import Counter
@@ -54,6 +55,7 @@ HOOK_EVENTS: dict[str, EventName] = {"SessionStart": "SessionStart",
 SHELL_TOOLS = frozenset({"Bash", "bash", "shell", "local_shell", "exec_command"})
 MAX_STOP_ROUNDS = 8  # as AgentSession's backstop against a stop rule without a limit
 _KEPT = 4000
+_EXIT_LINE = re.compile(r"^Exit code: (-?\d+)", re.M)
 
 
 def load_arm_families(portfolio: str | Path, arm: str,
@@ -144,8 +146,10 @@ def parse_payload(hook_event: str, payload: Any) -> HookCall:
 def _tool_output(response: Any) -> tuple[str, int | None]:
     if response is None:
         return "", None
-    if isinstance(response, str):
-        return response[-_KEPT:], None
+    if isinstance(response, str):  # Codex: "Exit code: N\nWall time: ...\nOutput:\n..."
+        code = _EXIT_LINE.search(response)
+        output = response.split("Output:\n", 1)[1] if "Output:\n" in response else response
+        return output[-_KEPT:], int(code.group(1)) if code else None
     if not isinstance(response, dict):
         return json.dumps(response)[-_KEPT:], None
     parts = [response.get(k) for k in ("stdout", "stderr", "output", "aggregated_output")]
@@ -153,6 +157,7 @@ def _tool_output(response: Any) -> tuple[str, int | None]:
     code = next((response[k] for k in ("exit_code", "exitCode", "returncode")
                  if isinstance(response.get(k), int)), None)
     if code is None and response.get("interrupted") is not None:
+        # Claude Code's Bash response has no exit code; PostToolUse follows a success.
         code = 1 if response.get("interrupted") else 0
     return text[-_KEPT:], code
 
