@@ -101,6 +101,7 @@ class ActivitySummary:
         decisions: the policies' non-allow decisions and errors, as runtime log entries.
         errors: bridge errors (malformed input, a portfolio that failed to load).
         load_errors: how many of those were portfolio load or verification failures.
+        denied_commands: the commands a PreToolUse deny kept from running, in order.
     """
 
     hook_events: int
@@ -108,6 +109,7 @@ class ActivitySummary:
     decisions: tuple[LogEntry, ...]
     errors: tuple[str, ...]
     load_errors: int
+    denied_commands: tuple[str, ...] = ()
 
     @property
     def fired(self) -> bool:
@@ -125,6 +127,7 @@ def read_activity(state_dir: Path, session_id: str | None = None) -> ActivitySum
     decisions: list[LogEntry] = []
     errors: list[str] = []
     load_errors = 0
+    denied: list[str] = []
     for line in lines:
         try:
             entry = json.loads(line)
@@ -136,6 +139,8 @@ def read_activity(state_dir: Path, session_id: str | None = None) -> ActivitySum
         kind = entry.get("kind")
         if kind == "event":
             by_event[str(entry.get("eventType"))] += 1
+            if entry.get("eventType") == "PreToolUse" and entry.get("decision") == "deny":
+                denied.append(str(entry.get("command") or ""))
         elif kind == "policy":
             family, _, rule = str(entry.get("policyName") or "").partition(".")
             decisions.append(LogEntry(seq=int(entry.get("seq") or 0),
@@ -149,4 +154,4 @@ def read_activity(state_dir: Path, session_id: str | None = None) -> ActivitySum
             load_errors += entry.get("policyName") == "<load>"
     return ActivitySummary(hook_events=sum(by_event.values()), by_event=dict(by_event),
                            decisions=tuple(decisions), errors=tuple(errors),
-                           load_errors=load_errors)
+                           load_errors=load_errors, denied_commands=tuple(denied))
