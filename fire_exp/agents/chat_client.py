@@ -9,7 +9,6 @@ header: every message this module formats passes through :func:`redact`.
 from __future__ import annotations
 
 import json
-import socket
 import time
 import urllib.error
 import urllib.request
@@ -125,7 +124,7 @@ class ChatClient:
                 raise _Retryable(f"HTTP {exc.code}: {detail}", exc.code,
                                  _retry_after(exc.headers.get("Retry-After"))) from None
             raise ChatError(f"POST {self.url}: HTTP {exc.code}: {detail}", exc.code) from None
-        except (TimeoutError, socket.timeout) as exc:
+        except TimeoutError as exc:
             raise _Retryable(f"timed out after {timeout:.0f}s ({exc})") from None
         except (urllib.error.URLError, ConnectionError, OSError) as exc:
             raise _Retryable(redact(f"connection failed: {exc}", self.api_key)) from None

@@ -134,7 +134,7 @@ class _HookedCli:
                 prefix=f"{shlex.quote(sys.executable)} -m fire_exp",
                 timeout_s=self.hook_timeout_s)
         argv, extra_env = self._command(executable, session, settings, hooks_dir)
-        process_env = env.env() | self._passed() | extra_env  # type: ignore[attr-defined]
+        process_env = env.env() | self._passed() | extra_env
         process_env["PYTHONPATH"] = os.pathsep.join(
             p for p in (_PACKAGE_PARENT, os.environ.get("PYTHONPATH", "")) if p)
         code, timed_out, stderr = self._execute(argv, process_env, session, env.attempt_dir)

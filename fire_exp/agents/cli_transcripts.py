@@ -55,6 +55,10 @@ def _objects(lines: Iterable[str]) -> Iterable[dict[str, Any]]:
             yield obj
 
 
+def _dict(value: Any) -> dict[str, Any]:
+    return value if isinstance(value, dict) else {}
+
+
 def _text(content: Any) -> str:
     if isinstance(content, str):
         return content
@@ -71,7 +75,7 @@ def parse_claude_stream(lines: Iterable[str]) -> CliTranscript:
     results: dict[str, tuple[str, bool]] = {}
     for obj in _objects(lines):
         kind = obj.get("type")
-        message = obj.get("message") if isinstance(obj.get("message"), dict) else {}
+        message = _dict(obj.get("message"))
         if kind == "system" and obj.get("subtype") == "init":
             out.model = obj.get("model") or out.model
         elif kind == "assistant":
@@ -79,7 +83,7 @@ def parse_claude_stream(lines: Iterable[str]) -> CliTranscript:
             for block in message.get("content") or []:
                 if isinstance(block, dict) and block.get("type") == "tool_use" \
                         and block.get("name") == "Bash":
-                    pending[str(block.get("id"))] = str((block.get("input") or {}).get("command"))
+                    pending[str(block.get("id"))] = str(_dict(block.get("input")).get("command"))
                     order.append(str(block.get("id")))
         elif kind == "user":
             for block in message.get("content") or []:
@@ -88,7 +92,7 @@ def parse_claude_stream(lines: Iterable[str]) -> CliTranscript:
                                                               bool(block.get("is_error")))
         elif kind == "result":
             out.finished = True
-            usage = obj.get("usage") or {}
+            usage = _dict(obj.get("usage"))
             out.input_tokens = sum(int(usage.get(k) or 0) for k in (
                 "input_tokens", "cache_creation_input_tokens", "cache_read_input_tokens"))
             out.output_tokens = int(usage.get("output_tokens") or 0)
@@ -107,7 +111,7 @@ def parse_codex_json(lines: Iterable[str]) -> CliTranscript:
     out = CliTranscript()
     for obj in _objects(lines):
         kind = obj.get("type")
-        item = obj.get("item") if isinstance(obj.get("item"), dict) else {}
+        item = _dict(obj.get("item"))
         if kind == "item.completed" and item.get("type") == "command_execution":
             code = item.get("exit_code")
             out.commands.append(CliCommand(
@@ -116,10 +120,10 @@ def parse_codex_json(lines: Iterable[str]) -> CliTranscript:
                 item.get("status") not in (None, "completed")))
         elif kind == "turn.completed":
             out.finished = True
-            usage = obj.get("usage") or {}
+            usage = _dict(obj.get("usage"))
             out.input_tokens += int(usage.get("input_tokens") or 0)
             out.output_tokens += int(usage.get("output_tokens") or 0)
         elif kind in ("turn.failed", "error"):
-            error = obj.get("error") if isinstance(obj.get("error"), dict) else obj
+            error = _dict(obj.get("error")) or obj
             out.errors.append(str(error.get("message") or kind))
     return out

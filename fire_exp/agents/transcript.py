@@ -12,10 +12,14 @@ from fire_exp.records import Usage
 
 
 class _Reply(Protocol):
-    input_tokens: int
-    output_tokens: int
-    model: str | None
-    route: str | None
+    @property
+    def input_tokens(self) -> int: ...
+    @property
+    def output_tokens(self) -> int: ...
+    @property
+    def model(self) -> str | None: ...
+    @property
+    def route(self) -> str | None: ...
 
 
 class Transcript:

@@ -94,7 +94,7 @@ def _from_manifest(path: Path) -> tuple[Portfolio, Portfolio]:
         folders = {Path(v["path"]).parent for v in frozen.values()}
         if len(folders) != 1:
             raise InputError(path, f"hashes.{kind}:*", "sources in several folders")
-        for name, item in frozen.items():
+        for item in frozen.values():
             source = Path(item["path"])
             actual = sha256_file(source) if source.is_file() else "missing"
             if actual != item["sha256"]:
@@ -147,9 +147,9 @@ def _tool_output(response: Any) -> tuple[str, int | None]:
     if response is None:
         return "", None
     if isinstance(response, str):  # Codex: "Exit code: N\nWall time: ...\nOutput:\n..."
-        code = _EXIT_LINE.search(response)
+        match = _EXIT_LINE.search(response)
         output = response.split("Output:\n", 1)[1] if "Output:\n" in response else response
-        return output[-_KEPT:], int(code.group(1)) if code else None
+        return output[-_KEPT:], int(match.group(1)) if match else None
     if not isinstance(response, dict):
         return json.dumps(response)[-_KEPT:], None
     parts = [response.get(k) for k in ("stdout", "stderr", "output", "aggregated_output")]
@@ -225,7 +225,8 @@ class HookBridge:
                          stop_hook_active=call.stop_hook_active)
         return None
 
-    def _dispatch(self, event: Event, state: SessionState) -> tuple[Decision, list[dict]]:
+    def _dispatch(self, event: Event, state: SessionState
+                  ) -> tuple[Decision, list[dict[str, Any]]]:
         runtime = PolicyRuntime(self.families, state.task_text or event.task_text)
         for family in runtime.active:
             runtime.states[family.name] = state.states.get(family.name, {})
