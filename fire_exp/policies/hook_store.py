@@ -42,7 +42,7 @@ class SessionState:
     counts: dict[str, int] = field(default_factory=dict)
     events: int = 0
     commands: int = 0
-    stop_rounds: int = 0
+    stop_rounds: int = 0  # consecutive Stop calls with stop_hook_active
 
 
 def session_key(session_id: str) -> str:

@@ -107,6 +107,10 @@ def _from_manifest(path: Path) -> tuple[Portfolio, Portfolio]:
             raise InputError(portfolio.path, "<sources>", f"not frozen in {path}: {extra}",
                              "remove them or re-freeze the panel")
         loaded.append(portfolio)
+    sham_text = hashes.get("control:sham_text.md")
+    if sham_text and sha256_file(Path(sham_text["path"])) != sham_text["sha256"]:
+        raise InputError(sham_text["path"], "sha256", f"differs from {path}",
+                         "restore the sham text or re-freeze the panel")
     return loaded[0], loaded[1]
 
 
@@ -220,7 +224,9 @@ class HookBridge:
             return Event(name, state.task_text, command=call.command, output=call.output,
                          exit_code=call.exit_code, step=state.commands)
         if name == "Stop":
-            state.stop_rounds += 1
+            # Consecutive continuations caused by stop hooks; a stop the agent reaches on
+            # its own (stop_hook_active false) starts a new chain.
+            state.stop_rounds = state.stop_rounds + 1 if call.stop_hook_active else 1
             return Event("Stop", state.task_text, step=state.commands,
                          stop_hook_active=call.stop_hook_active)
         return None

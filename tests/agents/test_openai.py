@@ -130,6 +130,15 @@ def test_retries_429_500_and_malformed_answers(fake_key, run_task: RunFn) -> Non
     assert record.cause is None and record.usage.input_tokens == 100
 
 
+def test_a_request_that_times_out_is_retried(fake_key, run_task: RunFn) -> None:
+    slow = text("too late") | {"delay_s": 3.0}
+    with ScriptedServer([slow, text("Done.")]) as server:
+        record = run_task("csv-column-stats", "baseline",
+                          agent_for(server, request_timeout_s=0.5))
+    assert len(server.requests) == 2 and record.cause is None
+    assert record.usage.input_tokens == 100  # only the answer that arrived counts
+
+
 def test_retries_exhausted_before_any_command_is_a_provider_failure(
         fake_key, run_task: RunFn) -> None:
     with ScriptedServer([error(503)]) as server:

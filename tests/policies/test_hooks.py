@@ -234,6 +234,9 @@ def test_the_stop_backstop_ends_a_rule_without_a_limit(tmp_path: Path, talky: Pa
     for answer in answers[:-1]:
         assert_block(answer)
     assert answers[-1] is None
+    # A stop the agent reaches on its own starts a new chain: the rule speaks again.
+    assert_block(hook("Stop", payload("codex", "Stop", stop_hook_active=False), state,
+                      cli="codex", portfolio=talky)[1])
 
 
 @pytest.mark.parametrize("stdin", ["", "not json", "[1, 2]", '{"hook_event_name": "Stop"}'])
