@@ -83,29 +83,37 @@ class ChatClient:
     def url(self) -> str:
         return self.base_url.rstrip("/") + "/chat/completions"
 
-    def complete(self, payload: dict[str, Any], timeout_s: float | None = None) -> ChatResponse:
+    def complete(self, payload: dict[str, Any], deadline: float | None = None) -> ChatResponse:
         """Post ``payload``; returns the first choice. Raises ChatError when it gives up.
 
         Args:
             payload: the request body (model, messages, tools, ...).
-            timeout_s: a tighter bound than ``request_timeout_s`` for each request (the
-                agent's remaining time).
+            deadline: a ``time.monotonic()`` instant (the agent's deadline) that no request
+                or wait between tries may pass.
         """
         body = json.dumps(payload).encode()
         last: _Retryable | None = None
+        tries = 0
         for attempt in range(self.retries + 1):
             if attempt:
                 wait = min(self.backoff_s * 2 ** (attempt - 1), self.max_backoff_s)
                 if last is not None and last.retry_after is not None:
                     wait = min(max(wait, last.retry_after), self.max_backoff_s)
+                if deadline is not None and time.monotonic() + wait >= deadline:
+                    break
                 self.sleep(wait)
+            left = None if deadline is None else deadline - time.monotonic()
+            if left is not None and left <= 0:
+                break
+            tries += 1
             try:
-                return self._post(body, timeout_s)
+                return self._post(body, left)
             except _Retryable as exc:
                 last = exc
-        assert last is not None
-        raise ChatError(redact(f"POST {self.url} failed after {self.retries + 1} tries: {last}",
-                               self.api_key), status=last.status, attempts=self.retries + 1)
+        if last is None:
+            raise ChatError(f"POST {self.url}: no time left for a request", attempts=0)
+        raise ChatError(redact(f"POST {self.url} failed after {tries} tries: {last}",
+                               self.api_key), status=last.status, attempts=tries)
 
     def _post(self, body: bytes, timeout_s: float | None) -> ChatResponse:
         headers = {"Content-Type": "application/json", "Accept": "application/json"}

@@ -174,7 +174,7 @@ class OpenAIAgent:
                    "tool_choice": "auto", "temperature": self.temperature,
                    "max_tokens": self.max_tokens}
         try:
-            reply = client.complete(payload, timeout_s=left)
+            reply = client.complete(payload, deadline=session.deadline)
         except ChatError:
             if session.time_left() <= 0:
                 raise AgentTimeout("the agent's time budget ran out waiting for the model") \

@@ -121,6 +121,15 @@ def test_agent_timeout_keeps_the_usage(fake_key, run_task: RunFn, tmp_path: Path
     assert record.usage.input_tokens == 100 and record.reward is not None
 
 
+def test_a_model_slower_than_the_agent_timeout_is_a_timeout(fake_key, run_task: RunFn,
+                                                             tmp_path: Path) -> None:
+    task = task_copy(tmp_path, "csv-column-stats", timeout_sec=1.5)
+    with ScriptedServer([text("too late") | {"delay_s": 4.0}]) as server:
+        record = run_task(task, "baseline", agent_for(server, retries=5))
+    assert record.cause is Cause.AGENT_TIMEOUT  # not retried past the deadline
+    assert len(server.requests) == 1 and record.reward is not None
+
+
 def test_retries_429_500_and_malformed_answers(fake_key, run_task: RunFn) -> None:
     script = [error(429, "slow down", **{"Retry-After": "0"}), error(500), malformed(),
               malformed('{"choices": []}'), text("Done.")]
