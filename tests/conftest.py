@@ -42,3 +42,20 @@ def marked_pids(marker_prefix: str = "") -> list[int]:
 @pytest.fixture
 def cli():
     return run_cli
+
+
+def pids_working_under(root: Path) -> list[int]:
+    """Live processes whose ``FIRE_WORKDIR`` lies under ``root`` (one test's attempts)."""
+    needle = f"FIRE_WORKDIR={root}".encode()
+    found = []
+    for name in os.listdir("/proc"):
+        if not name.isdigit():
+            continue
+        try:
+            environ = Path(f"/proc/{name}/environ").read_bytes().split(b"\0")
+            stat = Path(f"/proc/{name}/stat").read_text()
+        except OSError:
+            continue
+        if stat[stat.rindex(")") + 2] not in "ZX" and any(e.startswith(needle) for e in environ):
+            found.append(int(name))
+    return found
