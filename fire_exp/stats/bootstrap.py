@@ -140,24 +140,31 @@ def _bootstrap_iv(columns: Mapping[str, ArrayLike], ratios: Mapping[str, tuple[A
     return int(t)
 
 
-def _interval(dist: np.ndarray, estimate: float, level: float, n_tasks: int) -> BootstrapInterval:
+def _intervals(dists: np.ndarray, estimates: list[float], level: float,
+               n_tasks: list[int]) -> list[BootstrapInterval]:
+    """Percentile intervals of every column of ``dists`` (B x J) in one pass."""
     alpha = (1 - level) / 2
-    b = dist.size
-    with np.errstate(invalid="ignore"):
-        low, high = np.percentile(dist, [100 * alpha, 100 * (1 - alpha)])
-        srt = np.sort(dist)
-    # Interpolating between two infinite resamples (zero denominators) gives NaN: it is inf.
-    low, high = (np.inf if np.isnan(v) else v for v in (low, high))
+    b = dists.shape[0]
     # MC error of a percentile endpoint: half-width of the order-statistic band / z.
     half = _Z95 * np.sqrt(b * alpha * (1 - alpha))
-    lo_i, hi_i = int(max(0, np.floor(b * alpha - half))), int(min(b - 1, np.ceil(b * alpha + half)))
-    mc = float((srt[hi_i] - srt[lo_i]) / (2 * _Z95)) if np.isfinite(srt[hi_i]) else 0.0
-    degenerate = bool(srt[0] == srt[-1])
-    return BootstrapInterval(
-        estimate=float(estimate), ci_low=float(low), ci_high=float(high),
-        confidence_level=level, n_resamples=b,
-        standard_error=float(np.std(dist)) if np.all(np.isfinite(dist)) else float("inf"),
-        mc_error=mc, n_tasks=n_tasks, method="degenerate" if degenerate else "percentile")
+    lo_i = int(max(0, np.floor(b * alpha - half)))
+    hi_i = int(min(b - 1, np.ceil(b * alpha + half)))
+    with np.errstate(invalid="ignore"):
+        low, high = np.percentile(dists, [100 * alpha, 100 * (1 - alpha)], axis=0)
+        part = np.partition(dists, [0, lo_i, hi_i, b - 1], axis=0)
+        sd = np.std(dists, axis=0)
+    out = []
+    for j, (est, n) in enumerate(zip(estimates, n_tasks, strict=True)):
+        # Interpolating between two infinite resamples (zero denominators) gives NaN: inf.
+        lo, hi = (np.inf if np.isnan(v) else float(v) for v in (low[j], high[j]))
+        finite = bool(np.isfinite(part[hi_i, j]))
+        mc = float((part[hi_i, j] - part[lo_i, j]) / (2 * _Z95)) if finite else 0.0
+        degenerate = bool(part[0, j] == part[b - 1, j])
+        out.append(BootstrapInterval(
+            estimate=float(est), ci_low=lo, ci_high=hi, confidence_level=level,
+            n_resamples=b, standard_error=float(sd[j]) if np.isfinite(sd[j]) else float("inf"),
+            mc_error=mc, n_tasks=n, method="degenerate" if degenerate else "percentile"))
+    return out
 
 
 def paired_bootstrap(columns: Mapping[str, ArrayLike], *,
@@ -208,8 +215,9 @@ def paired_bootstrap(columns: Mapping[str, ArrayLike], *,
     x = np.column_stack(blocks)
     sums = count_matrix_sums(x, n_resamples=int(n_resamples), rng=rng, chunk_size=chunk_size)
     observed = x.sum(axis=0)
-    out: dict[str, BootstrapInterval] = {}
-    for name, (j, mask) in slots.items():
+    dists = np.empty((sums.shape[0], len(slots)))
+    estimates, n_tasks = [], []
+    for col, (j, mask) in enumerate(slots.values()):
         complete = mask is not None and bool(mask.all())
         den, den_obs = (float(t), float(t)) if complete else (sums[:, j + 1], observed[j + 1])
         with np.errstate(divide="ignore", invalid="ignore"):
@@ -217,13 +225,13 @@ def paired_bootstrap(columns: Mapping[str, ArrayLike], *,
             est = observed[j] / den_obs
         if mask is None:  # ratio: a resample with a zero denominator has an infinite ratio
             dist = np.where(sums[:, j + 1] == 0, np.inf, dist)
-            n_tasks = t
-        else:  # mean: a resample that drew no observed task keeps the observed mean
-            if not complete:
-                dist = np.where(sums[:, j + 1] == 0, est, dist)
-            n_tasks = int(mask.sum())
-        out[name] = _interval(dist, float(est), confidence_level, n_tasks)
-    return out
+        elif not complete:  # mean: a resample that drew no observed task keeps the mean
+            dist = np.where(sums[:, j + 1] == 0, est, dist)
+        dists[:, col] = dist
+        estimates.append(float(est))
+        n_tasks.append(t if mask is None else int(mask.sum()))
+    intervals = _intervals(dists, estimates, confidence_level, n_tasks)
+    return dict(zip(slots, intervals, strict=True))
 
 
 def paired_t_interval(diffs: ArrayLike, confidence_level: float = 0.95) -> TInterval:
