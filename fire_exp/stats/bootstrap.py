@@ -98,12 +98,14 @@ def count_matrix_sums(x: np.ndarray, *, n_resamples: int, rng: np.random.Generat
     """
     t = x.shape[0]
     # ~64k indices per chunk keeps W in cache: about 8x faster than one big W.
-    chunk = max(1, min(n_resamples, chunk_size or 65_536 // max(t, 1)))
+    chunk = max(1, min(n_resamples, chunk_size or 65_536 // max(t, 1), 2**31 // max(t, 1)))
     fixed, scale = _fixed_point(np.asarray(x, dtype=float))
     out = np.empty((n_resamples, x.shape[1]))
     half = (t + 1) // 2
     idx = np.empty((chunk, t), dtype=np.uint64)
-    offsets = (np.arange(chunk, dtype=np.uint64) * np.uint64(t))[:, None]
+    # Row r's indices land in [r·T, (r+1)·T), so one bincount counts the whole chunk; the
+    # offset is added before the shift (r·T·2^32 < 2^64 for any chunk we use).
+    offsets = ((np.arange(chunk, dtype=np.uint64) * np.uint64(t)) << np.uint64(32))[:, None]
     for start in range(0, n_resamples, chunk):
         rows = min(chunk, n_resamples - start)
         # Each resample takes ceil(T/2) raw 64-bit draws, two 32-bit halves per draw, so
@@ -111,10 +113,9 @@ def count_matrix_sums(x: np.ndarray, *, n_resamples: int, rng: np.random.Generat
         # floor(u·T / 2^32) in [0, T) (bias at most T / 2^32).
         raw = rng.bit_generator.random_raw(rows * half).reshape(rows, half)
         ib = idx[:rows]
-        np.copyto(ib, raw.view(np.uint32)[:, :t], casting="unsafe")
-        ib *= np.uint64(t)
+        np.multiply(raw.view(np.uint32)[:, :t], np.uint64(t), out=ib, casting="unsafe")
+        ib += offsets[:rows]
         ib >>= np.uint64(32)
-        ib += offsets[:rows]  # row r's indices land in [r·T, (r+1)·T): one bincount
         w = np.bincount(ib.view(np.int64).ravel(), minlength=rows * t).reshape(rows, t)
         np.matmul(w.astype(float), fixed, out=out[start:start + rows])
     result: np.ndarray = out / scale
