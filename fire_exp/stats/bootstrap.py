@@ -98,12 +98,14 @@ def count_matrix_sums(x: np.ndarray, *, n_resamples: int, rng: np.random.Generat
     """
     t = x.shape[0]
     # ~64k indices per chunk keeps W in cache: about 8x faster than one big W.
-    chunk = max(1, min(n_resamples, chunk_size or 65_536 // max(t, 1)))
+    chunk = max(1, min(n_resamples, chunk_size or 65_536 // max(t, 1), 2**31 // max(t, 1)))
     fixed, scale = _fixed_point(np.asarray(x, dtype=float))
     out = np.empty((n_resamples, x.shape[1]))
     half = (t + 1) // 2
     idx = np.empty((chunk, t), dtype=np.uint64)
-    offsets = (np.arange(chunk, dtype=np.uint64) * np.uint64(t))[:, None]
+    # Row r's indices land in [r·T, (r+1)·T), so one bincount counts the whole chunk; the
+    # offset is added before the shift (r·T·2^32 < 2^64 for any chunk we use).
+    offsets = ((np.arange(chunk, dtype=np.uint64) * np.uint64(t)) << np.uint64(32))[:, None]
     for start in range(0, n_resamples, chunk):
         rows = min(chunk, n_resamples - start)
         # Each resample takes ceil(T/2) raw 64-bit draws, two 32-bit halves per draw, so
@@ -111,10 +113,9 @@ def count_matrix_sums(x: np.ndarray, *, n_resamples: int, rng: np.random.Generat
         # floor(u·T / 2^32) in [0, T) (bias at most T / 2^32).
         raw = rng.bit_generator.random_raw(rows * half).reshape(rows, half)
         ib = idx[:rows]
-        np.copyto(ib, raw.view(np.uint32)[:, :t], casting="unsafe")
-        ib *= np.uint64(t)
+        np.multiply(raw.view(np.uint32)[:, :t], np.uint64(t), out=ib, casting="unsafe")
+        ib += offsets[:rows]
         ib >>= np.uint64(32)
-        ib += offsets[:rows]  # row r's indices land in [r·T, (r+1)·T): one bincount
         w = np.bincount(ib.view(np.int64).ravel(), minlength=rows * t).reshape(rows, t)
         np.matmul(w.astype(float), fixed, out=out[start:start + rows])
     result: np.ndarray = out / scale
@@ -140,24 +141,31 @@ def _bootstrap_iv(columns: Mapping[str, ArrayLike], ratios: Mapping[str, tuple[A
     return int(t)
 
 
-def _interval(dist: np.ndarray, estimate: float, level: float, n_tasks: int) -> BootstrapInterval:
+def _intervals(dists: np.ndarray, estimates: list[float], level: float,
+               n_tasks: list[int]) -> list[BootstrapInterval]:
+    """Percentile intervals of every column of ``dists`` (B x J) in one pass."""
     alpha = (1 - level) / 2
-    b = dist.size
-    with np.errstate(invalid="ignore"):
-        low, high = np.percentile(dist, [100 * alpha, 100 * (1 - alpha)])
-        srt = np.sort(dist)
-    # Interpolating between two infinite resamples (zero denominators) gives NaN: it is inf.
-    low, high = (np.inf if np.isnan(v) else v for v in (low, high))
+    b = dists.shape[0]
     # MC error of a percentile endpoint: half-width of the order-statistic band / z.
     half = _Z95 * np.sqrt(b * alpha * (1 - alpha))
-    lo_i, hi_i = int(max(0, np.floor(b * alpha - half))), int(min(b - 1, np.ceil(b * alpha + half)))
-    mc = float((srt[hi_i] - srt[lo_i]) / (2 * _Z95)) if np.isfinite(srt[hi_i]) else 0.0
-    degenerate = bool(srt[0] == srt[-1])
-    return BootstrapInterval(
-        estimate=float(estimate), ci_low=float(low), ci_high=float(high),
-        confidence_level=level, n_resamples=b,
-        standard_error=float(np.std(dist)) if np.all(np.isfinite(dist)) else float("inf"),
-        mc_error=mc, n_tasks=n_tasks, method="degenerate" if degenerate else "percentile")
+    lo_i = int(max(0, np.floor(b * alpha - half)))
+    hi_i = int(min(b - 1, np.ceil(b * alpha + half)))
+    with np.errstate(invalid="ignore"):
+        low, high = np.percentile(dists, [100 * alpha, 100 * (1 - alpha)], axis=0)
+        part = np.partition(dists, [0, lo_i, hi_i, b - 1], axis=0)
+        sd = np.std(dists, axis=0)
+    out = []
+    for j, (est, n) in enumerate(zip(estimates, n_tasks, strict=True)):
+        # Interpolating between two infinite resamples (zero denominators) gives NaN: inf.
+        lo, hi = (np.inf if np.isnan(v) else float(v) for v in (low[j], high[j]))
+        finite = bool(np.isfinite(part[hi_i, j]))
+        mc = float((part[hi_i, j] - part[lo_i, j]) / (2 * _Z95)) if finite else 0.0
+        degenerate = bool(part[0, j] == part[b - 1, j])
+        out.append(BootstrapInterval(
+            estimate=float(est), ci_low=lo, ci_high=hi, confidence_level=level,
+            n_resamples=b, standard_error=float(sd[j]) if np.isfinite(sd[j]) else float("inf"),
+            mc_error=mc, n_tasks=n, method="degenerate" if degenerate else "percentile"))
+    return out
 
 
 def paired_bootstrap(columns: Mapping[str, ArrayLike], *,
@@ -208,8 +216,9 @@ def paired_bootstrap(columns: Mapping[str, ArrayLike], *,
     x = np.column_stack(blocks)
     sums = count_matrix_sums(x, n_resamples=int(n_resamples), rng=rng, chunk_size=chunk_size)
     observed = x.sum(axis=0)
-    out: dict[str, BootstrapInterval] = {}
-    for name, (j, mask) in slots.items():
+    dists = np.empty((sums.shape[0], len(slots)))
+    estimates, n_tasks = [], []
+    for col, (j, mask) in enumerate(slots.values()):
         complete = mask is not None and bool(mask.all())
         den, den_obs = (float(t), float(t)) if complete else (sums[:, j + 1], observed[j + 1])
         with np.errstate(divide="ignore", invalid="ignore"):
@@ -217,13 +226,13 @@ def paired_bootstrap(columns: Mapping[str, ArrayLike], *,
             est = observed[j] / den_obs
         if mask is None:  # ratio: a resample with a zero denominator has an infinite ratio
             dist = np.where(sums[:, j + 1] == 0, np.inf, dist)
-            n_tasks = t
-        else:  # mean: a resample that drew no observed task keeps the observed mean
-            if not complete:
-                dist = np.where(sums[:, j + 1] == 0, est, dist)
-            n_tasks = int(mask.sum())
-        out[name] = _interval(dist, float(est), confidence_level, n_tasks)
-    return out
+        elif not complete:  # mean: a resample that drew no observed task keeps the mean
+            dist = np.where(sums[:, j + 1] == 0, est, dist)
+        dists[:, col] = dist
+        estimates.append(float(est))
+        n_tasks.append(t if mask is None else int(mask.sum()))
+    intervals = _intervals(dists, estimates, confidence_level, n_tasks)
+    return dict(zip(slots, intervals, strict=True))
 
 
 def paired_t_interval(diffs: ArrayLike, confidence_level: float = 0.95) -> TInterval:
