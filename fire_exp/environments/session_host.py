@@ -34,6 +34,9 @@ import time
 
 CHUNK = 65536
 MAX_CAPTURE = 1 << 20  # per command and stream; the rest goes to the terminal log only
+# Containers may carry an older python3 (process_group= is new in 3.11).
+_OWN_GROUP: dict = ({"process_group": 0} if sys.version_info >= (3, 11)
+                    else {"preexec_fn": os.setpgrp})
 
 
 class Stream:
@@ -189,7 +192,7 @@ def run_command(term: Terminal, marker: str, req: dict) -> dict:
     # timeout can interrupt the command and its foreground children.
     proc = subprocess.Popen(["bash", "-c", req["command"]], stdin=subprocess.DEVNULL,
                             stdout=out_w, stderr=err_w, cwd=req.get("cwd") or None, env=env,
-                            process_group=0)
+                            **_OWN_GROUP)
     os.close(out_w)
     os.close(err_w)
     timed_out = False
