@@ -115,7 +115,7 @@ class DockerEnvironment(Environment):
     def labels(self) -> dict[str, str]:
         """The labels of this attempt's container."""
         parts = self.attempt_dir.parts
-        run = parts[-4] if len(parts) >= 4 and parts[-3] == "attempts" else ""
+        run = parts[-5] if len(parts) >= 5 and parts[-4] == "attempts" else ""
         return owner_labels() | {f"{LABEL}.kind": "attempt", f"{LABEL}.run": run,
                                  f"{LABEL}.attempt": self.attempt_id,
                                  f"{LABEL}.task": self.task.name}
