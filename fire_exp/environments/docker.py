@@ -273,7 +273,7 @@ class DockerEnvironment(Environment):
         worker.join(self.task.verifier.timeout_sec)
         if worker.is_alive():
             # The exec'd bash leads its own session and process group: kill the group.
-            self._sh(f"kill -9 -- -$(cat {_VERIFIER_PID}) 2>/dev/null")
+            self.container.exec_run(["bash", "-c", f"kill -9 -- -$(cat {_VERIFIER_PID})"])
             worker.join(5)
             return False
         if errors:
