@@ -167,7 +167,8 @@ class DockerEnvironment(Environment):
         try:
             return self._client.containers.run(
                 self.image, entrypoint=["sleep", "infinity"], command=[], detach=True,
-                init=True, name=name, labels=self.labels(), environment=self.box_env(),
+                init=True, name=name, labels=self.labels(),
+                environment=env.env | self.box_env(),
                 working_dir=env.workdir, network_mode=network, hostname="fire-box",
                 nano_cpus=int(env.cpus * 1e9), mem_limit=f"{env.memory_mb}m",
                 memswap_limit=f"{env.memory_mb}m", pids_limit=self.pids_limit)

@@ -197,13 +197,34 @@ def ensure_task_image(client: Any, task: Task, base_image: str, *,
     with _lock_for(tag):
         if image_exists(client, tag):
             return tag
-        dockerfile = task.environment_dir / "Dockerfile"
-        if not dockerfile.is_file():
-            raise EnvironmentFailure(f"task {task.name}: no environment/Dockerfile and no "
-                                     "[environment].docker_image")
-        _ensure_base(client, base_image, dockerfile, bootstrap_base)
-        _build(client, task, tag, base_image)
+        context, dockerfile = build_context(task)
+        _ensure_base(client, base_image, context / dockerfile, bootstrap_base)
+        _build(client, task, tag, base_image, context, dockerfile)
     return tag
+
+
+def build_context(task: Task) -> tuple[Path, str]:
+    """The build context and Dockerfile of a task: ``environment/Dockerfile``, or the
+    ``build`` of service ``main`` in ``environment/docker-compose.yaml``."""
+    env_dir = task.environment_dir
+    if (env_dir / "Dockerfile").is_file():
+        return env_dir, "Dockerfile"
+    for name in ("docker-compose.yaml", "docker-compose.yml"):
+        compose = env_dir / name
+        if compose.is_file():
+            import yaml
+
+            main = ((yaml.safe_load(compose.read_text()) or {}).get("services") or {}).get("main")
+            build = main.get("build") if isinstance(main, dict) else None
+            if isinstance(build, str):
+                return (env_dir / build).resolve(), "Dockerfile"
+            if isinstance(build, dict):
+                return ((env_dir / str(build.get("context", "."))).resolve(),
+                        str(build.get("dockerfile", "Dockerfile")))
+            raise EnvironmentFailure(f"task {task.name}: {name} has no service 'main' with "
+                                     "a build section")
+    raise EnvironmentFailure(f"task {task.name}: no environment/Dockerfile and no "
+                             "[environment].docker_image")
 
 
 def _ensure_base(client: Any, base_image: str, dockerfile: Path, bootstrap: bool) -> None:
@@ -221,7 +242,8 @@ def _ensure_base(client: Any, base_image: str, dockerfile: Path, bootstrap: bool
                              "(run: fire-exp images bootstrap)")
 
 
-def _build(client: Any, task: Task, tag: str, base_image: str) -> None:
+def _build(client: Any, task: Task, tag: str, base_image: str, context: Path,
+           dockerfile: str) -> None:
     import docker.errors
 
     outcome: dict[str, BaseException] = {}
@@ -229,7 +251,8 @@ def _build(client: Any, task: Task, tag: str, base_image: str) -> None:
     def build() -> None:
         try:
             client.images.build(
-                path=str(task.environment_dir), tag=tag, buildargs={"BASE_IMAGE": base_image},
+                path=str(context), dockerfile=dockerfile, tag=tag,
+                buildargs={"BASE_IMAGE": base_image},
                 labels={LABEL: "1", f"{LABEL}.kind": "task", f"{LABEL}.task": task.name,
                         f"{LABEL}.digest": task.digest},
                 rm=True, forcerm=True, pull=False)
