@@ -31,12 +31,13 @@ import subprocess
 import sys
 import threading
 import time
+from typing import Any
 
 CHUNK = 65536
 MAX_CAPTURE = 1 << 20  # per command and stream; the rest goes to the terminal log only
 # Containers may carry an older python3 (process_group= is new in 3.11).
-_OWN_GROUP: dict = ({"process_group": 0} if sys.version_info >= (3, 11)
-                    else {"preexec_fn": os.setpgrp})
+_OWN_GROUP: dict[str, Any] = ({"process_group": 0} if sys.version_info >= (3, 11)
+                              else {"preexec_fn": os.setpgrp})
 
 
 class Stream:
