@@ -204,7 +204,7 @@ class DockerEnvironment(Environment):
             self.container.id, ["python3", HOST_PATH, self.marker, f"{LOGS}/agent/terminal.log"],
             stdin=True, stdout=True, stderr=True, tty=False, workdir=self.paths.workdir,
             environment=self.box_env())["Id"]
-        self._channel = SessionChannel(api.exec_start(exec_id, socket=True))
+        self._channel = SessionChannel(api.exec_start(exec_id, socket=True), self.cancelled)
 
     def upload(self, src: Path, dest: str) -> None:
         if self.container is None:
@@ -271,7 +271,9 @@ class DockerEnvironment(Environment):
 
         worker = threading.Thread(target=run, daemon=True, name=f"verifier-{self.attempt_id}")
         worker.start()
-        worker.join(self.task.verifier.timeout_sec)
+        deadline = time.monotonic() + self.task.verifier.timeout_sec
+        while worker.is_alive() and time.monotonic() < deadline and not self.cancelled.is_set():
+            worker.join(min(0.25, max(deadline - time.monotonic(), 0.0)))
         if worker.is_alive():
             # The exec'd bash leads its own session and process group: kill the group.
             self.container.exec_run(["bash", "-c", f"kill -9 -- -$(cat {_VERIFIER_PID})"])

@@ -13,6 +13,7 @@ import io
 import json
 import socket
 import tarfile
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -21,6 +22,7 @@ from fire_exp.environments.base import EnvironmentFailure
 
 _HEADER = 8
 _STDOUT = 1
+_POLL = 0.25  # seconds between looks at the cancel flag while waiting for a reply
 
 
 class SessionChannel:
@@ -28,9 +30,11 @@ class SessionChannel:
 
     Args:
         sock: what ``APIClient.exec_start(..., socket=True)`` returned.
+        cancelled: set on Ctrl-C; a wait for a reply then ends at once.
     """
 
-    def __init__(self, sock: Any) -> None:
+    def __init__(self, sock: Any, cancelled: threading.Event | None = None) -> None:
+        self._cancelled = cancelled or threading.Event()
         self._wrapper = sock
         self._sock: socket.socket = getattr(sock, "_sock", sock)
         self._stdout = bytearray()
@@ -63,11 +67,13 @@ class SessionChannel:
             left = deadline - time.monotonic()
             if left <= 0:
                 raise EnvironmentFailure("the agent's session stopped answering")
-            self._sock.settimeout(left)
+            if self._cancelled.is_set():
+                raise EnvironmentFailure("cancelled while a command was running")
+            self._sock.settimeout(min(left, _POLL))
             try:
                 data = self._sock.recv(n - len(buf))
-            except TimeoutError as exc:
-                raise EnvironmentFailure("the agent's session stopped answering") from exc
+            except TimeoutError:
+                continue
             except OSError as exc:
                 raise EnvironmentFailure(f"the agent's session died: {exc}") from exc
             if not data:

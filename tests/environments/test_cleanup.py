@@ -75,3 +75,34 @@ def test_cleanup_keeps_containers_of_live_runs(docker_client: Any, tmp_path: Pat
         assert f"kept container {env.container.name}" in result.stdout
         env.container.reload()
         assert env.container.status == "running"
+
+
+@pytest.mark.docker
+@pytest.mark.slow
+def test_ctrl_c_removes_the_running_attempts_container(docker_client: Any,
+                                                       tmp_path: Path) -> None:
+    suite = tmp_path / "suite"
+    make_task(suite, "long-attempt", agent_timeout=300.0, solve="sleep 120\n")
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "fire_exp", "run", "panel=demo", "agent=oracle",
+         "environment=docker", f"panel.suite={suite}", "panel.name=ctrlctest",
+         "panel.eligible=[long-attempt]", "panel.silent=[]", "panel.arms=[baseline]",
+         "panel.attempts=1", f"results_dir={tmp_path / 'results'}", "analyze=false"],
+        cwd=ROOT, env=os.environ | {"PYTHONPATH": str(ROOT)},
+        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 120
+        while not _owned_by(docker_client, proc.pid):
+            assert proc.poll() is None, f"the run ended early: {proc.stderr.read()}"  # type: ignore[union-attr]
+            assert time.monotonic() < deadline, "no container appeared"
+            time.sleep(0.2)
+        time.sleep(1.0)  # let the agent's command start
+        proc.send_signal(signal.SIGINT)
+        _, stderr = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert proc.returncode == 130, stderr
+    assert "interrupted" in stderr
+    assert not _owned_by(docker_client, proc.pid)

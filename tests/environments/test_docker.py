@@ -211,3 +211,12 @@ def test_stop_never_raises_and_removes_the_container(docker_client: Any, tmp_pat
     env.stop()
     assert not docker_client.containers.list(all=True, filters={"name": name})
 
+
+
+@pytest.mark.docker
+def test_cancel_interrupts_a_running_command(docker_client: Any, tmp_path: Path) -> None:
+    task = make_task(tmp_path, "cancel")
+    with DockerEnvironment(task, tmp_path / "a", "cancel") as env:
+        threading.Timer(0.5, env.cancelled.set).start()
+        with pytest.raises(EnvironmentFailure, match="cancelled"):
+            env.exec("sleep 60", 120)
