@@ -205,6 +205,12 @@ class DockerEnvironment(Environment):
             stdin=True, stdout=True, stderr=True, tty=False, workdir=self.paths.workdir,
             environment=self.box_env())["Id"]
         self._channel = SessionChannel(api.exec_start(exec_id, socket=True), self.cancelled)
+        # The exec starts asynchronously: wait until the host answers, and check that it
+        # leads its own session (what the end-of-session semantics rest on).
+        reply = self._channel.request({"op": "ping"}, _REPLY_MARGIN)
+        if reply.get("pid") != reply.get("sid"):
+            raise EnvironmentFailure(f"the agent's session host is not a session leader: "
+                                     f"{reply}")
 
     def upload(self, src: Path, dest: str) -> None:
         if self.container is None:
@@ -306,6 +312,29 @@ class DockerEnvironment(Environment):
                 finally:
                     self.container = None
             if not self.keep_container:
-                container.remove(force=True)
+                self._remove(container)
         except Exception:  # noqa: BLE001, S110 - stop() must never raise
             pass
+        finally:
+            client, self._client = self._client, None
+            if client is not None:
+                try:
+                    client.close()
+                except Exception:  # noqa: BLE001, S110
+                    pass
+
+    @staticmethod
+    def _remove(container: Any) -> None:
+        """Remove the container, retrying while the engine is busy with it."""
+        import docker.errors
+
+        for attempt in range(3):
+            try:
+                container.remove(force=True)
+                return
+            except docker.errors.NotFound:
+                return
+            except docker.errors.APIError:
+                if attempt == 2:
+                    raise
+                time.sleep(0.5)

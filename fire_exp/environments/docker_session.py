@@ -47,7 +47,11 @@ class SessionChannel:
         except OSError as exc:
             raise EnvironmentFailure(f"the agent's session is gone: {exc}") from exc
         line = self._readline(time.monotonic() + timeout)
-        reply: dict[str, Any] = json.loads(line)
+        try:
+            reply: dict[str, Any] = json.loads(line)
+        except json.JSONDecodeError as exc:  # the engine's own error text, not the host's
+            text = line.decode(errors="replace").strip()
+            raise EnvironmentFailure(f"the agent's session failed: {text[:400]}") from exc
         return reply
 
     def _readline(self, deadline: float) -> bytes:

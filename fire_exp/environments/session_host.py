@@ -10,6 +10,7 @@ Requests::
 
     {"op": "exec", "command": "...", "timeout": 30, "cwd": "/app", "env": {...}}
     {"op": "hangup", "grace": 0.5}
+    {"op": "ping"}
 
 ``hangup`` is the end of the agent's session, as when a terminal closes: every process
 still in the session receives SIGHUP (``nohup`` ignores it), and every process whose
@@ -262,6 +263,8 @@ def main(argv: list[str]) -> int:
             except OSError as exc:
                 reply = {"exit_code": 127, "stdout": "", "stderr": f"{exc}\n",
                          "timed_out": False, "duration_s": 0.0}
+        elif req["op"] == "ping":  # is the session up, and does it lead its session?
+            reply = {"pid": os.getpid(), "sid": os.getsid(0)}
         elif req["op"] == "hangup":
             reply = hangup(term, marker, float(req.get("grace", 0.5)))
             out.write(json.dumps(reply) + "\n")
