@@ -24,7 +24,7 @@ from typing import Any
 
 from fire_exp.environments.base import EnvironmentFailure
 from fire_exp.errors import FireExpError
-from fire_exp.tasks.model import Task
+from fire_exp.tasks.model import Task, task_digest
 
 BASE_IMAGE = "fire-exp/base:bookworm"
 SUITE = "bookworm"
@@ -172,10 +172,19 @@ def slug(text: str, limit: int = 60) -> str:
     return (out or "task")[:limit]
 
 
+def context_digest(task: Task) -> str:
+    """The content digest of what the task's image is built from (``environment/``).
+
+    Only the build context goes into the image, so a change to ``tests/`` or
+    ``solution/`` does not rebuild it; any change to ``environment/`` does.
+    """
+    return task_digest(task.environment_dir)
+
+
 def task_image_tag(task: Task, base_image: str) -> str:
-    """``fire-exp/task-NAME:DIGEST12``: the task's content digest (and the base it builds on)."""
-    digest = hashlib.sha256(f"{task.digest}\0{base_image}".encode()).hexdigest()[:12]
-    return f"fire-exp/task-{slug(task.name)}:{digest}"
+    """``fire-exp/task-NAME:DIGEST12``: the build context's digest and the base image."""
+    key = f"{context_digest(task)}\0{base_image}"
+    return f"fire-exp/task-{slug(task.name)}:{hashlib.sha256(key.encode()).hexdigest()[:12]}"
 
 
 def _build_log_tail(log: Any, limit: int = 1500) -> str:
@@ -254,7 +263,7 @@ def _build(client: Any, task: Task, tag: str, base_image: str, context: Path,
                 path=str(context), dockerfile=dockerfile, tag=tag,
                 buildargs={"BASE_IMAGE": base_image},
                 labels={LABEL: "1", f"{LABEL}.kind": "task", f"{LABEL}.task": task.name,
-                        f"{LABEL}.digest": task.digest},
+                        f"{LABEL}.digest": context_digest(task)},
                 rm=True, forcerm=True, pull=False)
         except BaseException as exc:  # noqa: BLE001 - handed to the waiting thread
             outcome["error"] = exc

@@ -17,8 +17,10 @@ from fire_exp.environments.docker import DockerEnvironment
 from fire_exp.environments.images import LABEL, task_image_tag
 from fire_exp.environments.local import LocalEnvironment
 from fire_exp.records import AttemptRecord, Cause
+from fire_exp.tasks.loader import load_task
+from fire_exp.tasks.model import task_digest
 
-from .helpers import BUNDLED, bundled_task, make_task
+from .helpers import BUNDLED, DOCKERFILE, bundled_task, make_task
 
 Attempt = Callable[..., AttemptRecord]
 
@@ -73,10 +75,20 @@ def test_task_image_is_built_once_per_content_digest(docker_client: Any, tmp_pat
     with DockerEnvironment(task, tmp_path / "a", "image-test") as env:
         assert env.image == tag
     image = docker_client.images.get(tag)
-    assert image.labels[f"{LABEL}.digest"] == task.digest
+    assert image.labels[f"{LABEL}.digest"] == task_digest(task.environment_dir)
     assert tag.startswith("fire-exp/task-csv-column-stats:") and len(tag.split(":")[1]) == 12
     with DockerEnvironment(task, tmp_path / "b", "image-test-2") as env:
         assert docker_client.images.get(env.image).id == image.id  # reused, not rebuilt
+
+
+def test_image_tag_follows_the_build_context_only(tmp_path: Path) -> None:
+    task = make_task(tmp_path, "tagged")
+    tag = task_image_tag(task, "fire-exp/base:bookworm")
+    (task.path / "tests" / "test.sh").write_text("#!/bin/bash\necho 1 > /logs/verifier/reward.txt\n")
+    assert task_image_tag(load_task(task.path), "fire-exp/base:bookworm") == tag
+    assert task_image_tag(task, "other/base:1") != tag
+    (task.environment_dir / "Dockerfile").write_text(DOCKERFILE + "RUN true\n")
+    assert task_image_tag(load_task(task.path), "fire-exp/base:bookworm") != tag
 
 
 @pytest.mark.docker
@@ -183,8 +195,6 @@ def test_tests_arrive_only_for_the_verifier_and_logs_come_home(docker_client: An
                      environment="")
     (task.path / "task.toml").write_text((task.path / "task.toml").read_text().replace(
         "[environment]", '[verifier.env]\nEXTRA = "from-task-toml"\n[environment]'))
-    from fire_exp.tasks.loader import load_task
-
     task = load_task(task.path)
     attempt_dir = tmp_path / "a"
     with DockerEnvironment(task, attempt_dir, "logs-home") as env:
