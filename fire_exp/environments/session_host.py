@@ -10,6 +10,7 @@ Requests::
 
     {"op": "exec", "command": "...", "timeout": 30, "cwd": "/app", "env": {...}}
     {"op": "hangup", "grace": 0.5}
+    {"op": "ping"}
 
 ``hangup`` is the end of the agent's session, as when a terminal closes: every process
 still in the session receives SIGHUP (``nohup`` ignores it), and every process whose
@@ -31,9 +32,13 @@ import subprocess
 import sys
 import threading
 import time
+from typing import Any
 
 CHUNK = 65536
 MAX_CAPTURE = 1 << 20  # per command and stream; the rest goes to the terminal log only
+# Containers may carry an older python3 (process_group= is new in 3.11).
+_OWN_GROUP: dict[str, Any] = ({"process_group": 0} if sys.version_info >= (3, 11)
+                              else {"preexec_fn": os.setpgrp})
 
 
 class Stream:
@@ -189,7 +194,7 @@ def run_command(term: Terminal, marker: str, req: dict) -> dict:
     # timeout can interrupt the command and its foreground children.
     proc = subprocess.Popen(["bash", "-c", req["command"]], stdin=subprocess.DEVNULL,
                             stdout=out_w, stderr=err_w, cwd=req.get("cwd") or None, env=env,
-                            process_group=0)
+                            **_OWN_GROUP)
     os.close(out_w)
     os.close(err_w)
     timed_out = False
@@ -258,6 +263,8 @@ def main(argv: list[str]) -> int:
             except OSError as exc:
                 reply = {"exit_code": 127, "stdout": "", "stderr": f"{exc}\n",
                          "timed_out": False, "duration_s": 0.0}
+        elif req["op"] == "ping":  # is the session up, and does it lead its session?
+            reply = {"pid": os.getpid(), "sid": os.getsid(0)}
         elif req["op"] == "hangup":
             reply = hangup(term, marker, float(req.get("grace", 0.5)))
             out.write(json.dumps(reply) + "\n")

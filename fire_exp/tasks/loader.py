@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from fire_exp.errors import InputError
+from fire_exp.tasks import tb1
 from fire_exp.tasks.model import (
     AgentConfig,
     EnvironmentConfig,
@@ -21,15 +22,32 @@ from fire_exp.tasks.model import (
 )
 
 _CANARY = re.compile(r"^\s*(<!--.*canary.*-->|#\s*BENCHMARK DATA.*|#.*canary.*)\s*$", re.I)
+_CANARY_WORDS = re.compile(r"canary|BENCHMARK DATA", re.I)
 _NETWORK_MODES = {"public", "no-network", "allowlist"}
+_TASK_MARKERS = ("instruction.md", "tests/test.sh", "environment/Dockerfile")
+_BUILD_FILES = ("Dockerfile", "docker-compose.yaml", "docker-compose.yml")
 
 
 def strip_canary(text: str) -> str:
-    """Drop leading canary comment lines (and the blank lines after them)."""
+    """Drop leading canary comments (and the blank lines after them).
+
+    A canary is a line such as ``<!-- ... canary GUID ... -->``, ``# BENCHMARK DATA ...``
+    or ``# ... canary ...``, or an HTML comment over several lines that mentions one.
+    """
     lines = text.splitlines()
     i = 0
-    while i < len(lines) and (_CANARY.match(lines[i]) or (i and not lines[i].strip())):
-        i += 1
+    while i < len(lines):
+        line = lines[i]
+        if _CANARY.match(line) or (i and not line.strip()):
+            i += 1
+            continue
+        if line.lstrip().startswith("<!--") and "-->" not in line:
+            end = next((j for j in range(i, len(lines)) if "-->" in lines[j]), None)
+            block = "\n".join(lines[i:(end or i) + 1])
+            if end is not None and _CANARY_WORDS.search(block):
+                i = end + 1
+                continue
+        break
     return "\n".join(lines[i:]).strip() + "\n"
 
 
@@ -68,18 +86,41 @@ def _parse_toml(path: Path) -> dict[str, Any]:
         raise InputError(path, "<toml>", f"malformed TOML: {exc}", "fix the syntax") from exc
 
 
-def parse_task_toml(path: Path) -> dict[str, Any]:
-    """Parse and type-check ``task.toml``; returns the keyword arguments of :class:`Task`."""
-    data = _parse_toml(path)
-    version = data.get("schema_version", data.get("version", "1.0"))
-    if not isinstance(version, str | int | float) or isinstance(version, bool):
-        raise InputError(path, "schema_version", f"expected a string, got {version!r}")
-    num = (int, float)
-    agent_t, ver_t, env_t = (_table(data, k, path) for k in ("agent", "verifier", "environment"))
-    env_vars = _get(ver_t, "env", dict, "verifier", path, {})
-    for k, v in env_vars.items():
+def _env_table(table: dict[str, Any], where: str, path: Path) -> dict[str, str]:
+    """An ``env`` table of strings (numbers are accepted and turned into strings)."""
+    env = _get(table, "env", dict, where, path, {})
+    for k, v in env.items():
         if not isinstance(v, str | int | float) or isinstance(v, bool):
-            raise InputError(path, f"verifier.env.{k}", f"expected a string, got {v!r}")
+            raise InputError(path, f"{where}.env.{k}", f"expected a string, got {v!r}")
+    return {k: str(v) for k, v in env.items()}
+
+
+_SIZE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([kmgt]?)i?b?\s*$", re.I)
+_MB = {"": 1 / 2**20, "k": 1 / 1024, "m": 1, "g": 1024, "t": 1024**2}
+
+
+def _size_mb(table: dict[str, Any], key_mb: str, key_text: str, path: Path,
+             default: int) -> int:
+    """``memory_mb = 2048``, or the older ``memory = "2G"`` (also "512M", "2 GB")."""
+    if key_mb in table or key_text not in table:
+        return int(_positive(table, key_mb, path, default))
+    text = _get(table, key_text, str, "environment", path, None)
+    match = _SIZE.match(text)
+    if match is None:
+        raise InputError(path, f"environment.{key_text}", f"not a size: {text!r}",
+                         f'write e.g. "2G", or {key_mb} = 2048')
+    return max(1, int(float(match.group(1)) * _MB[match.group(2).lower()]))
+
+
+def _positive(table: dict[str, Any], key: str, path: Path, default: float,
+              where: str = "environment") -> float:
+    value = float(_get(table, key, (int, float), where, path, default))
+    if not value > 0:
+        raise InputError(path, f"{where}.{key}", f"must be positive, got {value:g}")
+    return value
+
+
+def _network_mode(env_t: dict[str, Any], path: Path) -> str:
     network = _get(env_t, "network_mode", str, "environment", path, None)
     if network is None:
         allow = _get(env_t, "allow_internet", bool, "environment", path, True)
@@ -87,25 +128,39 @@ def parse_task_toml(path: Path) -> dict[str, Any]:
     if network not in _NETWORK_MODES:
         raise InputError(path, "environment.network_mode",
                          f"unknown mode {network!r}", f"use one of {sorted(_NETWORK_MODES)}")
+    return str(network)
+
+
+def parse_task_toml(path: Path) -> dict[str, Any]:
+    """Parse and type-check ``task.toml``; returns the keyword arguments of :class:`Task`.
+
+    Every section and key of the Harbor reference is read and type-checked; keys it does
+    not know (``artifacts``, ``[[task.authors]]``, ``mcp_servers``, ...) are tolerated.
+    """
+    data = _parse_toml(path)
+    version = data.get("schema_version", data.get("version", "1.0"))
+    if not isinstance(version, str | int | float) or isinstance(version, bool):
+        raise InputError(path, "schema_version", f"expected a string, got {version!r}")
+    agent_t, ver_t, env_t = (_table(data, k, path) for k in ("agent", "verifier", "environment"))
     task_t = _table(data, "task", path)
+    gpus = _get(env_t, "gpus", int, "environment", path, 0)
     return {
         "schema_version": str(version),
         "toml_name": _get(task_t, "name", str, "task", path, None),
         "metadata": _table(data, "metadata", path),
-        "agent": AgentConfig(
-            timeout_sec=float(_get(agent_t, "timeout_sec", num, "agent", path, 900.0))),
+        "agent": AgentConfig(timeout_sec=_positive(agent_t, "timeout_sec", path, 900.0, "agent")),
         "verifier": VerifierConfig(
-            timeout_sec=float(_get(ver_t, "timeout_sec", num, "verifier", path, 600.0)),
-            env={k: str(v) for k, v in env_vars.items()}),
+            timeout_sec=_positive(ver_t, "timeout_sec", path, 600.0, "verifier"),
+            env=_env_table(ver_t, "verifier", path)),
         "environment": EnvironmentConfig(
-            build_timeout_sec=float(_get(env_t, "build_timeout_sec", num, "environment", path,
-                                         600.0)),
-            docker_image=_get(env_t, "docker_image", str, "environment", path, None),
-            cpus=float(_get(env_t, "cpus", num, "environment", path, 1.0)),
-            memory_mb=int(_get(env_t, "memory_mb", num, "environment", path, 2048)),
-            storage_mb=int(_get(env_t, "storage_mb", num, "environment", path, 10240)),
-            network_mode=network,
-            workdir=_get(env_t, "workdir", str, "environment", path, "/app")),
+            build_timeout_sec=_positive(env_t, "build_timeout_sec", path, 600.0),
+            docker_image=_get(env_t, "docker_image", str, "environment", path, None) or None,
+            cpus=_positive(env_t, "cpus", path, 1.0),
+            memory_mb=_size_mb(env_t, "memory_mb", "memory", path, 2048),
+            storage_mb=_size_mb(env_t, "storage_mb", "storage", path, 10240),
+            network_mode=_network_mode(env_t, path),
+            workdir=_get(env_t, "workdir", str, "environment", path, "/app"),
+            gpus=int(gpus), env=_env_table(env_t, "environment", path)),
     }
 
 
@@ -118,6 +173,8 @@ def load_task(path: Path | str) -> Task:
     path = Path(path).resolve()
     if not path.is_dir():
         raise InputError(path, "<task>", "not a directory", "point at a task folder")
+    if tb1.is_tb1_dir(path):
+        return load_task(tb1.converted(path))
     toml_path = path / "task.toml"
     if not toml_path.is_file():
         raise InputError(path, "task.toml", "missing",
@@ -131,9 +188,13 @@ def load_task(path: Path | str) -> Task:
     if not instruction.strip():
         raise InputError(instruction_path, "<text>", "empty instruction")
     env: EnvironmentConfig = fields["environment"]
-    if env.docker_image is None and not (path / "environment").is_dir():
-        raise InputError(path, "environment/", "missing",
+    if env.docker_image is None and not any(
+            (path / "environment" / f).is_file() for f in _BUILD_FILES):
+        raise InputError(path, "environment/Dockerfile", "missing",
                          "add environment/Dockerfile or set [environment].docker_image")
+    if not env.workdir.startswith("/"):
+        raise InputError(toml_path, "environment.workdir",
+                         f"must be an absolute path, got {env.workdir!r}")
     if not (path / "tests" / "test.sh").is_file():
         raise InputError(path, "tests/test.sh", "missing",
                          "the verifier entry point must write /logs/verifier/reward.txt")
@@ -144,18 +205,29 @@ def load_task(path: Path | str) -> Task:
 
 
 def is_task_dir(path: Path) -> bool:
-    """Whether ``path`` looks like a Harbor task directory."""
-    return (path / "task.toml").is_file()
+    """Whether ``path`` is a task directory (Harbor ``task.toml`` or Terminal-Bench 1
+    ``task.yaml``)."""
+    return (path / "task.toml").is_file() or (path / tb1.TB1_FILE).is_file()
+
+
+def _looks_like_task(path: Path) -> bool:
+    """A folder meant as a task, even a broken one (validation reports what is missing)."""
+    return is_task_dir(path) or any((path / f).exists() for f in _TASK_MARKERS)
+
+
+def discover(path: Path | str) -> list[Path]:
+    """``path`` if it is a task, else the task folders directly under it, by name."""
+    path = Path(path)
+    if not path.is_dir():
+        raise InputError(path, "<tasks>", "no such folder")
+    if is_task_dir(path):
+        return [path]
+    found = [p for p in sorted(path.iterdir()) if p.is_dir() and _looks_like_task(p)]
+    if not found:
+        raise InputError(path, "<tasks>", "no task directories (with task.toml) found")
+    return found
 
 
 def load_tasks(path: Path | str) -> list[Task]:
     """Load a task directory, or every task directory directly under ``path``, by name."""
-    path = Path(path)
-    if is_task_dir(path):
-        return [load_task(path)]
-    if not path.is_dir():
-        raise InputError(path, "<tasks>", "no such folder")
-    tasks = [load_task(p) for p in sorted(path.iterdir()) if p.is_dir() and is_task_dir(p)]
-    if not tasks:
-        raise InputError(path, "<tasks>", "no task directories (with task.toml) found")
-    return tasks
+    return [load_task(p) for p in discover(path)]

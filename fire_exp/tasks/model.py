@@ -42,6 +42,8 @@ class EnvironmentConfig:
     storage_mb: int = 10240
     network_mode: str = "public"  # "public" | "no-network" | "allowlist"
     workdir: str = "/app"
+    gpus: int = 0
+    env: dict[str, str] = field(default_factory=dict)  # ``[environment.env]``: the box's
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,3 @@
+"""The task folders under data/ are test inputs, not tests of ours."""
+
+collect_ignore = ["data"]

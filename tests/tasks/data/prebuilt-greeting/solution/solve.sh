@@ -1,0 +1,3 @@
+#!/bin/bash
+mkdir -p /app
+echo "hello, harbor" > /app/greeting.txt

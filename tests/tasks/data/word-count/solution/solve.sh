@@ -1,0 +1,2 @@
+#!/bin/bash
+wc -w < "$CORPUS" | tr -d ' ' > /app/count.txt
