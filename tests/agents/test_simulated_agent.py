@@ -35,6 +35,7 @@ def make_task(root: Path, rate: float = 1.0) -> Path:
     (task / "tests").mkdir()
     (task / "task.toml").write_text('schema_version = "1.1"\n')
     (task / "instruction.md").write_text("Write the word good to out.txt.\n")
+    (task / "environment" / "Dockerfile").write_text("FROM fire-exp/base:bookworm\n")
     (task / "environment" / "setup.sh").write_text("mkdir -p $FIRE_WORKDIR\n")
     (task / "tests" / "test.sh").write_text(
         'if grep -qx good "$FIRE_WORKDIR/out.txt"; then echo 1; else echo 0; fi '

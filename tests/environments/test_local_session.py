@@ -27,6 +27,7 @@ def make_task(root: Path, test_sh: str = "echo 1 > $FIRE_LOGS/verifier/reward.tx
     (task / "task.toml").write_text(f'schema_version = "1.1"\n[verifier]\ntimeout_sec = '
                                     f"{verifier_timeout}\n")
     (task / "instruction.md").write_text("Do the thing.\n")
+    (task / "environment" / "Dockerfile").write_text("FROM fire-exp/base:bookworm\n")
     (task / "environment" / "setup.sh").write_text(setup + "\n")
     (task / "tests" / "test.sh").write_text("#!/bin/bash\n" + test_sh + "\n")
     return task
