@@ -128,8 +128,18 @@ def execute(job: AttemptJob, panel: Panel | None = None,
 
 def harness_failure(job: AttemptJob, error: str, *, task_digest: str = "",
                     invalid_reason: str | None = None) -> AttemptRecord:
-    """The record of an attempt that fire-exp itself could not run (or lost)."""
+    """The record of an attempt that fire-exp itself could not run (or lost).
+
+    The error also goes to the attempt's ``logs/harness-error.txt``, so every record has
+    its log folder.
+    """
     item, config = job.item, job.config
+    logs = Path(job.attempt_dir) / "logs"
+    try:
+        logs.mkdir(parents=True, exist_ok=True)
+        (logs / "harness-error.txt").write_text(error + "\n", encoding="utf-8")
+    except OSError:
+        pass  # the record itself carries the error
     tier = config.agent.params.get("tier")
     return AttemptRecord(
         run=config.run, panel=config.panel.name, attempt_id=job.attempt_id, task=item.task,
