@@ -82,10 +82,10 @@ def deferred_interrupts() -> Iterator[None]:
     if threading.current_thread() is not threading.main_thread():
         yield
         return
-    pending: list[int] = []
+    pending: list[signal.Signals] = []
 
     def hold(signum: int, frame: FrameType | None) -> None:
-        pending.append(signum)
+        pending.append(signal.Signals(signum))
 
     saved = {sig: signal.signal(sig, hold) for sig in (signal.SIGINT, signal.SIGTERM)}
     try:

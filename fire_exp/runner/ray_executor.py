@@ -19,6 +19,7 @@ Ray is imported here only, when the executor runs.
 from __future__ import annotations
 
 import io
+import os
 import shutil
 import tarfile
 import tempfile
@@ -68,7 +69,7 @@ def ray_attempt(job: AttemptJob) -> tuple[dict[str, Any], bytes]:
     root = scratch_root()
     root.mkdir(parents=True, exist_ok=True)
     reap(root, orphans_only=True)  # processes of attempts whose worker died
-    scratch = Path(tempfile.mkdtemp(prefix="attempt-", dir=root))
+    scratch = Path(tempfile.mkdtemp(prefix=f"attempt-{os.getpid()}-", dir=root))
     try:
         local = scratch / "attempt"
         # Drop the box (the agent's working copy) before packing: the logs go back.
@@ -80,8 +81,27 @@ def ray_attempt(job: AttemptJob) -> tuple[dict[str, Any], bytes]:
 
 
 def sweep_node() -> int:
-    """Kill what attempts of dead workers left on this node; returns how many."""
-    return len(reap(scratch_root(), orphans_only=True)) if scratch_root().is_dir() else 0
+    """Kill what attempts of dead workers left on this node, remove their scratch folders;
+    returns how many processes were killed."""
+    root = scratch_root()
+    if not root.is_dir():
+        return 0
+    killed = reap(root, orphans_only=True)
+    for folder in root.glob("attempt-*-*"):
+        pid = folder.name.split("-")[1]
+        if pid.isdigit() and not _alive(int(pid)):
+            shutil.rmtree(folder, ignore_errors=True)
+    return len(killed)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
 
 
 class RayExecutor:

@@ -124,10 +124,11 @@ def owed_attempts(schedule: Sequence[ScheduledAttempt],
         by_id.setdefault(record.attempt_id, record)
     owed: list[Owed] = []
     for item in schedule:
-        record = by_id.get(item.attempt_id)
-        if record is None:
+        first = by_id.get(item.attempt_id)
+        if first is None:
             owed.append(Owed(item, 0))
             continue
+        record = first
         while record.lineage.replaced_by and record.lineage.replaced_by in by_id:
             record = by_id[record.lineage.replaced_by]
         if record.lineage.replaced_by:

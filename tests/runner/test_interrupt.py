@@ -14,8 +14,9 @@ import sys
 import time
 from pathlib import Path
 
-from fire_exp.records import read_records
 from runner_helpers import ROOT, SMALL, cli_env, leftovers
+
+from fire_exp.records import read_records
 
 
 def _wait_for(condition, timeout: float = 60.0) -> None:  # type: ignore[no-untyped-def]
