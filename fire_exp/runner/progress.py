@@ -102,11 +102,13 @@ class RichProgress(Tally):
         return self._render()
 
     def _render(self) -> Any:
+        from rich.console import Group
         from rich.table import Table
+        from rich.text import Text
 
-        table = Table(title=f"attempts {self.done}/{self.total}   elapsed "
-                            f"{_clock(self.elapsed())}   left ~{_clock(self.remaining())}",
-                      title_justify="left")
+        header = Text(f"attempts {self.done}/{self.total}   elapsed {_clock(self.elapsed())}"
+                      f"   left ~{_clock(self.remaining())}")
+        table = Table()
         table.add_column("arm")
         table.add_column("passed", justify="right")
         for arm in sorted(self.ran):
@@ -114,7 +116,7 @@ class RichProgress(Tally):
         if self.failures:
             table.add_row("failures", ", ".join(f"{c} {n}" for c, n in
                                                 sorted(self.failures.items())))
-        return table
+        return Group(header, table)
 
     def finished(self, record: AttemptRecord) -> None:
         self.count(record)
