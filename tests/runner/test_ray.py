@@ -96,3 +96,27 @@ def _attempt_owner(cluster: Cluster, deadline: float) -> tuple[int, str, str]:
                 return int(pid), f"{task}/{arm}/{rep}", f"{attempt}.{pid}."
         time.sleep(0.05)
     raise AssertionError("no attempt ever ran on the cluster")
+
+
+def test_sigint_cancels_ray_attempts(tmp_path: Path, cluster: Cluster) -> None:
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "fire_exp", "run", *SMALL, f"results_dir={tmp_path}",
+         "run=int", "executor=ray", f"executor.address={cluster.address}",
+         "agent.think_s=0.4"], cwd=ROOT, env=cli_env(RAY_ENV), text=True,
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)
+    try:
+        _attempt_owner(cluster, deadline=time.monotonic() + 120)
+        seen = attempt_processes(scratch_root())
+        proc.send_signal(signal.SIGINT)
+        _, err = proc.communicate(timeout=120)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 130, err
+    assert "resume=int" in err
+    now = attempt_processes(scratch_root())
+    assert not set(seen) & set(now)
+    assert not [pid for pid in now if cluster.descends(pid)]
+    read = read_records(tmp_path / "rt" / "int" / "attempts.jsonl")
+    assert {s.attempt_id for s in read.started} - {r.attempt_id for r in read.finished}
+    assert all(r.cause is not Cause.CANCELLED for r in read.finished)
