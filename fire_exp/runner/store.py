@@ -24,6 +24,7 @@ from fire_exp.errors import InputError
 from fire_exp.records import (
     AttemptRecord,
     ReadResult,
+    RecordsFileError,
     StartedRecord,
     read_records,
     record_to_line,
@@ -76,9 +77,19 @@ class AttemptStore:
             os.fsync(fh.fileno())
 
     def read(self) -> ReadResult:
+        """The records so far.
+
+        Raises:
+            InputError: a complete line is malformed (names the line and field).
+        """
         if not self.path.exists():
             return ReadResult(finished=[], started=[], torn_tail=False)
-        return read_records(self.path)
+        try:
+            return read_records(self.path)
+        except RecordsFileError as exc:
+            raise InputError(exc.path, f"line {exc.line}, field '{exc.field}'",
+                             str(exc).split(": ", 2)[-1],
+                             "fix or remove that line; the run resumes from the rest") from exc
 
     def finished_ids(self) -> set[str]:
         return {r.attempt_id for r in self.read().finished}

@@ -58,3 +58,11 @@ def test_progress_displays() -> None:
     rich.close()
     text = live.getvalue()
     assert "attempts 2/3" in text and "1/2" in text and "real" in text
+
+
+def test_a_malformed_complete_line_is_an_input_error(tmp_path: Path) -> None:
+    path = tmp_path / "attempts.jsonl"
+    path.write_text(record_to_line(_record("t/real/r0")) + "\n" + '{"schema_version": 1}\n'
+                    + record_to_line(_record("t/real/r1")) + "\n")
+    with AttemptStore(path) as store, pytest.raises(InputError, match="line 2"):
+        store.read()
