@@ -60,7 +60,3 @@ def test_sigkill_anywhere_then_resume(tmp_path: Path) -> None:
     assert f"ran {10 - before_last} attempts" in final.stdout
     assert not leftovers(tmp_path)  # processes orphaned by the kills were reaped
 
-
-def test_resume_of_a_missing_run_is_refused(tmp_path: Path) -> None:
-    proc = cli("resume=nothing-here", results=tmp_path)
-    assert proc.returncode == 2 and "no run 'nothing-here'" in proc.stderr
