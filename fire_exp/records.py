@@ -15,7 +15,7 @@ import json
 import os
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
-from enum import Enum
+from enum import StrEnum
 from pathlib import Path
 from typing import Literal
 
@@ -24,7 +24,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 SCHEMA_VERSION = 1
 
 
-class Cause(str, Enum):
+class Cause(StrEnum):
     """Why an attempt did not end with a verifier reward from a completed agent phase.
 
     Follows Harbor's classification (reference/harbor-tasks.md). Only the causes in
@@ -248,5 +248,8 @@ def read_records(path: Path | str) -> ReadResult:
                 continue
         else:
             record = _parse_line(path, lineno, text)
-        (started if isinstance(record, StartedRecord) else finished).append(record)
+        if isinstance(record, StartedRecord):
+            started.append(record)
+        else:
+            finished.append(record)
     return ReadResult(finished=finished, started=started, torn_tail=torn)

@@ -50,15 +50,23 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
-def kill_marked(marker: str) -> list[int]:
-    """SIGKILL every process carrying ``FIRE_ATTEMPT=<marker>``; returns their ids."""
-    pids = session_host.marked_processes(marker)
-    for pid in pids:
-        try:
-            os.kill(pid, signal.SIGKILL)
-        except (ProcessLookupError, PermissionError):
-            pass
-    return pids
+def kill_marked(marker: str, wait_s: float = 5.0) -> list[int]:
+    """SIGKILL every process carrying ``FIRE_ATTEMPT=<marker>`` and wait until they are gone.
+
+    Killing repeats until none is left, so a process forked while we kill is caught too.
+    """
+    killed: list[int] = []
+    deadline = time.monotonic() + wait_s
+    while (pids := [p for p in session_host.marked_processes(marker)
+                    if session_host.is_alive(p)]) and time.monotonic() < deadline:
+        for pid in pids:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except (ProcessLookupError, PermissionError):
+                pass
+        killed += [p for p in pids if p not in killed]
+        time.sleep(0.02)
+    return killed
 
 
 class LocalEnvironment(Environment):

@@ -148,7 +148,7 @@ def session_of(pid: int) -> int | None:
 
 def is_alive(pid: int) -> bool:
     fields = _stat_fields(pid)
-    return bool(fields) and fields[0] not in ("Z", "X")
+    return fields is not None and fields[0] not in ("Z", "X")
 
 
 def marked_processes(marker: str) -> list[int]:

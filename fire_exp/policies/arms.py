@@ -55,20 +55,17 @@ def generic_text(target_len: int, key: str, sentences: Sequence[str]) -> str:
     """
     start = int(hashlib.sha256(key.encode()).hexdigest(), 16) % len(sentences)
     low, high = (1 - _TOLERANCE) * target_len, (1 + _TOLERANCE) * target_len
-    text = ""
-    i = start
+    text, i = "", start
     while len(text) < low:
-        sentence = sentences[i % len(sentences)]
-        candidate = f"{text} {sentence}".strip()
+        candidate = f"{text} {sentences[i % len(sentences)]}".strip()
         if len(candidate) > high:
-            words = sentence.split()
-            while words and len(f"{text} {' '.join(words)}".strip()) > high:
+            # Cut the sentence at a word boundary and close it with a period.
+            words = sentences[i % len(sentences)].rstrip(".").split()
+            while words and len(f"{text} {' '.join(words)}.".strip()) > high:
                 words.pop()
-            candidate = f"{text} {' '.join(words)}".strip().rstrip(",;:") + "."
-            text = candidate
-            break
-        text = candidate
-        i += 1
+            candidate = f"{text} {' '.join(words)}.".strip() if words else text
+            return candidate
+        text, i = candidate, i + 1
     return text
 
 

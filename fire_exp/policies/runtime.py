@@ -44,7 +44,8 @@ class PolicyRuntime:
 
     def __init__(self, families: Sequence[Family], task_text: str) -> None:
         self.task_text = task_text
-        self.active = [f for f in families if _eligible(f, task_text)]
+        self.families = tuple(families)  # the whole arm (hook-driven agents export it)
+        self.active = [f for f in self.families if _eligible(f, task_text)]
         self.states: dict[str, State] = {f.name: {} for f in self.active}
         self.rules = [r for f in self.active for r in f.rules()]
         self.nudges: Counter[str] = Counter()

@@ -1,23 +1,29 @@
-"""The short summary ``fire-exp run`` prints: per-arm pass rates by cohort."""
+"""What ``fire-exp run`` does after the last attempt: analyse, write tables, draw, summarise."""
 
 from __future__ import annotations
 
-from collections import defaultdict
 from pathlib import Path
 
-from fire_exp.records import read_records
+from fire_exp.analysis import analyze, summary_markdown, write_tables
+from fire_exp.report.figures import pass_rate_figure
 
 
 def summarize_run(run_dir: Path, plan: Path) -> str:
-    records = read_records(run_dir / "attempts.jsonl").finished
-    cells: dict[tuple[str, str], list[int]] = defaultdict(lambda: [0, 0])
-    for r in records:
-        for cohort in (r.cohort, "all"):
-            cells[(r.arm, cohort)][0] += int(r.passed)
-            cells[(r.arm, cohort)][1] += 1
-    arms = list(dict.fromkeys(r.arm for r in records))
-    lines = ["| arm | eligible | silent | all |", "| --- | --- | --- | --- |"]
-    for arm in arms:
-        row = [f"{cells[(arm, c)][0]}/{cells[(arm, c)][1]}" for c in ("eligible", "silent", "all")]
-        lines.append(f"| {arm} | " + " | ".join(row) + " |")
-    return "\n".join(lines)
+    """Analyse ``run_dir/attempts.jsonl`` with ``plan``; returns a Markdown summary.
+
+    Writes ``run_dir/analysis/`` (every table as CSV and Markdown) and
+    ``run_dir/analysis/pass_rates.{png,pdf}``.
+    """
+    result = analyze(run_dir / "attempts.jsonl", plan)
+    out = run_dir / "analysis"
+    write_tables(result, out)
+    figures = pass_rate_figure(result.pass_rates, out / "pass_rates")
+    funnel = result.funnel[result.funnel["cohort"] == "eligible"]
+    from fire_exp.analysis import markdown_table
+
+    parts = [summary_markdown(result)]
+    if not funnel.empty:
+        parts.append("### Funnel on eligible tasks (attempts)\n\n" + markdown_table(
+            funnel[["arm", "attempts", "state", "fired", "behavior", "passed"]]))
+    parts.append(f"tables: {out}/\nfigure: {figures[0]}")
+    return "\n\n".join(parts)

@@ -1,0 +1,297 @@
+"""Claude Code and Codex as agents: the real CLI, headless, with the arm's policies as hooks.
+
+A CLI runs its own tools, so its commands do not pass through ``session.bash``: the arm's
+policies reach it through the hook bridge instead (``fire-exp hook``, reference/hooks.md).
+Per attempt the agent
+
+1. works out which portfolio folder and arm the session's families come from and writes
+   the CLI's hook settings (none for the baseline arm: a baseline attempt has no hook
+   configuration at all);
+2. runs ``claude -p --settings FILE --output-format stream-json`` or ``codex exec --json``
+   (with ``CODEX_HOME`` holding the hooks) in the attempt's working folder, under the
+   task's agent timeout;
+3. reads the CLI's output back (commands, tokens, cost, model) into the session's command
+   log, and the bridge's activity log into the session's policy runtime, so the record's
+   ``events`` counts the hook events that really ran. A policy attempt with no
+   ``PreToolUse`` hook event, or a policy load error, is reported in the outcome's ``error``
+   for the validity guard.
+
+Runs with ``environment=local`` (the CLI and fire-exp run on this machine). Where the CLI is
+not installed the attempt fails with ``environment_failed`` and a message naming the binary.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shlex
+import shutil
+import signal
+import subprocess
+import sys
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+import fire_exp
+from fire_exp.agents.base import AgentOutcome, ProviderError
+from fire_exp.agents.cli_transcripts import CliTranscript, parse_claude_stream, parse_codex_json
+from fire_exp.agents.session import AgentSession
+from fire_exp.environments.base import EnvironmentFailure
+from fire_exp.policies.arms import CONTROL_FAMILIES, ShamFamily
+from fire_exp.policies.hook_settings import hook_settings
+from fire_exp.policies.hook_store import ActivitySummary, read_activity
+from fire_exp.policies.model import Family, Step
+from fire_exp.records import Cause, Usage
+
+_PACKAGE_PARENT = str(Path(fire_exp.__file__).resolve().parent.parent)
+_KEPT = 4000
+
+
+@dataclass(frozen=True)
+class BridgeTarget:
+    """What the hook bridge loads: a portfolio folder, an arm, the control folder."""
+
+    portfolio: str
+    arm: str
+    controls: str | None = None
+
+
+def _source_dir(family: Family) -> Path:
+    module = sys.modules.get(type(family).__module__)
+    file = getattr(module, "__file__", None)
+    if not file:
+        raise EnvironmentFailure(f"cannot tell which source defines family {family.name!r}")
+    return Path(file).resolve().parent
+
+
+def bridge_target(families: Sequence[Family]) -> BridgeTarget | None:
+    """The portfolio and arm that reproduce ``families`` in the bridge (None: baseline)."""
+    if not families:
+        return None
+    if all(isinstance(f, ShamFamily) for f in families):
+        folders = {_source_dir(f.real) for f in families}  # type: ignore[attr-defined]
+        arm = "sham"
+    else:
+        folders = {_source_dir(f) for f in families}
+        names = {f.name for f in families}
+        control = [a for a, n in CONTROL_FAMILIES.items() if names == {n}]
+        arm = control[0] if control else "real"
+        if control:
+            folder = folders.pop()
+            return BridgeTarget(portfolio=str(folder), arm=arm, controls=str(folder))
+    if len(folders) != 1:
+        raise EnvironmentFailure(f"the arm's families come from several folders: {folders}")
+    return BridgeTarget(portfolio=str(folders.pop()), arm=arm)
+
+
+class _HookedCli:
+    """A coding CLI driven headless, with the arm's policies wired in as hooks."""
+
+    name = "cli"
+    target = "claude-code"
+    default_binary = "claude"
+    install_hint = ""
+
+    def __init__(self, binary: str | None = None, model: str | None = None,
+                 args: Sequence[str] = (), env_passthrough: Sequence[str] = (),
+                 prices: dict[str, dict[str, float]] | None = None, hook_timeout_s: int = 60,
+                 tier: str | None = None) -> None:
+        self.binary = binary or self.default_binary
+        self.model, self.args = model, list(args)
+        self.env_passthrough = list(env_passthrough)
+        self.prices = dict(prices or {})
+        self.hook_timeout_s = hook_timeout_s
+        self.tier = tier
+
+    def _executable(self) -> str:
+        found = shutil.which(self.binary)
+        if found is None:
+            raise EnvironmentFailure(
+                f"agent={self.name}: the `{self.binary}` executable was not found on PATH. "
+                f"Install it ({self.install_hint}) or point agent.binary at it, e.g. "
+                f"`fire-exp run agent={self.name} agent.binary=/path/to/{self.default_binary}`")
+        return found
+
+    def run(self, session: AgentSession, *, rng: np.random.Generator) -> AgentOutcome:
+        """Run the CLI on the task; read back its commands, usage and hook events."""
+        executable = self._executable()
+        env = session.env
+        if not hasattr(env, "env"):
+            raise EnvironmentFailure(f"agent={self.name} runs only with environment=local")
+        hooks_dir = env.attempt_dir / "hooks"
+        hooks_dir.mkdir(parents=True, exist_ok=True)
+        target = bridge_target(session.runtime.families)
+        settings = None
+        if target is not None:
+            settings = hook_settings(
+                self.target, session.runtime.families, portfolio=target.portfolio,
+                arm=target.arm, state_dir=str(hooks_dir / "state"), controls=target.controls,
+                prefix=f"{shlex.quote(sys.executable)} -m fire_exp",
+                timeout_s=self.hook_timeout_s)
+        argv, extra_env = self._command(executable, session, settings, hooks_dir)
+        process_env = env.env() | self._passed() | extra_env
+        process_env["PYTHONPATH"] = os.pathsep.join(
+            p for p in (_PACKAGE_PARENT, os.environ.get("PYTHONPATH", "")) if p)
+        code, timed_out, stderr = self._execute(argv, process_env, session, env.attempt_dir)
+        transcript = self._parse(env.attempt_dir)
+        summary = read_activity(hooks_dir / "state")
+        self._read_back(session, transcript, summary, policy_arm=target is not None)
+        usage = self._usage(transcript)
+        if timed_out:
+            return AgentOutcome(usage=usage, cause=Cause.AGENT_TIMEOUT,
+                                error=f"{self.binary} ran past the agent timeout")
+        if code != 0 or transcript.errors:
+            detail = self._redact("; ".join(transcript.errors) or stderr[-600:])
+            message = f"{self.binary} exited {code}: {detail}"
+            if not transcript.commands:
+                raise ProviderError(message, before_action=True)
+            return AgentOutcome(usage=usage, cause=Cause.AGENT_ERROR, error=message)
+        return AgentOutcome(usage=usage, error=_hook_warning(summary, target))
+
+    def _passed(self) -> dict[str, str]:
+        return {k: os.environ[k] for k in self.env_passthrough if k in os.environ}
+
+    def _redact(self, text: str) -> str:
+        for value in self._passed().values():
+            if len(value) >= 8:
+                text = text.replace(value, "***")
+        return text
+
+    def _execute(self, argv: list[str], env: dict[str, str], session: AgentSession,
+                 attempt_dir: Path) -> tuple[int, bool, str]:
+        logs = attempt_dir / "logs" / "agent"
+        logs.mkdir(parents=True, exist_ok=True)
+        with open(logs / "cli-stdout.jsonl", "wb") as out, \
+                open(logs / "cli-stderr.txt", "wb") as err:
+            proc = subprocess.Popen(argv, cwd=session.env.paths.workdir, env=env, stdout=out,
+                                    stderr=err, stdin=subprocess.DEVNULL,
+                                    start_new_session=True)
+            try:
+                code, timed_out = proc.wait(timeout=max(session.time_left(), 1.0)), False
+            except subprocess.TimeoutExpired:
+                os.killpg(proc.pid, signal.SIGKILL)
+                code, timed_out = proc.wait(), True
+        stderr = (logs / "cli-stderr.txt").read_text(errors="replace")
+        for name in ("cli-stdout.jsonl", "cli-stderr.txt"):  # a CLI may echo its key
+            path = logs / name
+            path.write_text(self._redact(path.read_text(errors="replace")))
+        return code, timed_out, stderr
+
+    def _parse(self, attempt_dir: Path) -> CliTranscript:
+        lines = (attempt_dir / "logs" / "agent" / "cli-stdout.jsonl").read_text(
+            errors="replace").splitlines()
+        return parse_claude_stream(lines) if self.target == "claude-code" \
+            else parse_codex_json(lines)
+
+    def _read_back(self, session: AgentSession, transcript: CliTranscript,
+                   summary: ActivitySummary, policy_arm: bool) -> None:
+        denied = Counter(summary.denied_commands)
+        for cmd in transcript.commands:
+            was_denied = denied[cmd.command[:500]] > 0
+            denied[cmd.command[:500]] -= int(was_denied)
+            session.trajectory.append(Step(len(session.trajectory), "command", cmd.command,
+                                           None if was_denied else cmd.exit_code,
+                                           self._redact(cmd.output)[-_KEPT:],
+                                           denied=was_denied))
+        session.trajectory.append(Step(len(session.trajectory), "stop"))
+        runtime = session.runtime
+        runtime.events = summary.hook_events
+        runtime.counts = Counter(summary.by_event)
+        runtime.log = list(summary.decisions)
+        report = {"policy_arm": policy_arm, "hook_events": summary.hook_events,
+                  "by_event": summary.by_event, "load_errors": summary.load_errors,
+                  "errors": list(summary.errors)}
+        (session.env.attempt_dir / "logs" / "agent" / "hook-summary.json").write_text(
+            json.dumps(report, indent=1))
+
+    def _usage(self, transcript: CliTranscript) -> Usage:
+        model = transcript.model or self.model
+        cost = transcript.cost_usd
+        if cost is None:
+            price = self.prices.get(model or "", {})
+            cost = (transcript.input_tokens * float(price.get("input", 0.0))
+                    + transcript.output_tokens * float(price.get("output", 0.0))) / 1e6
+        return Usage(input_tokens=transcript.input_tokens, output_tokens=transcript.output_tokens,
+                     cost_usd=round(cost, 8), model=model, route=self.target)
+
+    def _command(self, executable: str, session: AgentSession,
+                 settings: dict[str, Any] | None, hooks_dir: Path
+                 ) -> tuple[list[str], dict[str, str]]:
+        raise NotImplementedError
+
+
+def _hook_warning(summary: ActivitySummary, target: BridgeTarget | None) -> str | None:
+    """What the validity guard needs to know about the hooks of this attempt."""
+    if target is None:
+        return None
+    if summary.load_errors:
+        return f"hooks: {summary.load_errors} policy load error(s): {summary.errors[0]}"
+    if not summary.by_event.get("PreToolUse"):
+        return "hooks never ran: no PreToolUse hook event in a policy arm"
+    return None
+
+
+class ClaudeCodeAgent(_HookedCli):
+    """Claude Code, headless (``claude -p``), with the arm's policies as hooks.
+
+    Args:
+        binary: the ``claude`` executable (a name on PATH or a path).
+        model: ``--model`` (None: the CLI's default).
+        args: further arguments, e.g. ``["--permission-mode", "bypassPermissions"]``.
+        env_passthrough: names of variables passed to the CLI (e.g. ``ANTHROPIC_API_KEY``);
+            every other variable of this process stays out.
+        prices: USD per 1M tokens per model, used only when the CLI reports no cost.
+        hook_timeout_s: the timeout of each hook.
+    """
+
+    name = "claude-code"
+    target = "claude-code"
+    default_binary = "claude"
+    install_hint = "npm install -g @anthropic-ai/claude-code"
+
+    def _command(self, executable: str, session: AgentSession,
+                 settings: dict[str, Any] | None, hooks_dir: Path
+                 ) -> tuple[list[str], dict[str, str]]:
+        argv = [executable, "-p", session.instruction, "--output-format", "stream-json",
+                "--verbose"]
+        if settings is not None:
+            path = hooks_dir / "claude-settings.json"
+            path.write_text(json.dumps(settings, indent=1))
+            argv += ["--settings", str(path)]
+        if self.model:
+            argv += ["--model", self.model]
+        return argv + self.args, {}
+
+
+class CodexAgent(_HookedCli):
+    """Codex CLI, headless (``codex exec --json``), with the arm's policies as hooks.
+
+    The hooks go to a private ``CODEX_HOME`` (``hooks.json`` plus a ``config.toml`` that
+    enables them); authenticate with a variable in ``env_passthrough`` (``CODEX_API_KEY``).
+    Codex skips untrusted hooks silently, so ``args`` should trust them
+    (``--dangerously-bypass-hook-trust``); the activity log shows whether they ran.
+    """
+
+    name = "codex"
+    target = "codex"
+    default_binary = "codex"
+    install_hint = "npm install -g @openai/codex"
+
+    def _command(self, executable: str, session: AgentSession,
+                 settings: dict[str, Any] | None, hooks_dir: Path
+                 ) -> tuple[list[str], dict[str, str]]:
+        home = hooks_dir / "codex-home"
+        home.mkdir(parents=True, exist_ok=True)
+        (home / "config.toml").write_text("[features]\ncodex_hooks = true\n")
+        if settings is not None:
+            (home / "hooks.json").write_text(json.dumps(settings, indent=1))
+        argv = [executable, "exec", "--json", "--skip-git-repo-check", "--cd",
+                session.env.paths.workdir]
+        if self.model:
+            argv += ["--model", self.model]
+        return argv + self.args + [session.instruction], {"CODEX_HOME": str(home)}

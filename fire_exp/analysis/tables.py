@@ -1,0 +1,330 @@
+"""The analysis of a panel: every table of the plan from one tidy attempts frame.
+
+``analyze`` computes, for each cohort of the plan, per-arm pass rates and every contrast
+(estimate, percentile interval, sign-flip p, paired t interval, Holm-adjusted p for the
+secondary contrasts), then the interaction, funnels, transitions, pass@k/pass^k, cost per
+success, error rates and the sensitivity analysis without infrastructure failures.
+Every random stream is a child of the plan's seed keyed by its name.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field, fields
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import scipy
+
+from fire_exp.analysis.load import LoadedAttempts, load_attempts, normalize_frame
+from fire_exp.analysis.plan import AnalysisPlan, load_plan, parse_contrast
+from fire_exp.stats import (
+    BootstrapInterval,
+    aggregate_tasks,
+    child_rng,
+    holm,
+    improvement_counts,
+    interaction,
+    paired_bootstrap,
+    paired_t_interval,
+    pass_curve,
+    sign_flip_test,
+    task_matrix,
+    transition_table,
+)
+
+__all__ = ["CONTRAST_LEADING_COLUMNS", "AnalysisResult", "analyze"]
+
+CONTRAST_LEADING_COLUMNS = ["contrast", "cohort", "n_tasks", "estimate_pp", "ci_low_pp",
+                            "ci_high_pp", "p_value", "p_method"]
+Row = dict[str, Any]
+_SMALL = 30  # below this many tasks percentile intervals under-cover: read the t interval
+
+
+@dataclass(frozen=True)
+class AnalysisResult:
+    """All tables of one analysis plus how they were made.
+
+    Each field but ``metadata`` and ``notes`` is a table written as ``NAME.csv`` / ``.md``.
+    """
+
+    pass_rates: pd.DataFrame
+    contrasts: pd.DataFrame
+    sensitivity: pd.DataFrame
+    interaction: pd.DataFrame
+    transitions: pd.DataFrame
+    pass_k: pd.DataFrame
+    cost: pd.DataFrame
+    errors: pd.DataFrame
+    funnel: pd.DataFrame
+    family_funnel: pd.DataFrame
+    metadata: Mapping[str, object] = field(default_factory=dict)
+    notes: tuple[str, ...] = ()
+
+    def tables(self) -> dict[str, pd.DataFrame]:
+        """The tables by name, in a fixed order."""
+        return {f.name: getattr(self, f.name) for f in fields(self)
+                if f.name not in {"metadata", "notes"}}
+
+
+def _cohort_frame(att: pd.DataFrame, cohort: str) -> pd.DataFrame:
+    return att if cohort == "all" else att[att["cohort"] == cohort]
+
+
+def _role(plan: AnalysisPlan, contrast: str, cohort: str) -> str:
+    if contrast == plan.primary.contrast:
+        return "primary" if cohort == plan.primary.cohort else "supportive"
+    return "secondary"
+
+
+def _contrast_row(plan: AnalysisPlan, name: str, cohort: str, agg: pd.DataFrame,
+                  boot: Mapping[str, BootstrapInterval], keys: tuple[str, ...],
+                  ) -> tuple[Row, pd.DataFrame]:
+    a, b = parse_contrast(name)
+    tasks, rate = task_matrix(agg, "pass_rate", [a, b])
+    _, succ = task_matrix(agg, "successes", [a, b])
+    _, n = task_matrix(agg, "attempts", [a, b])
+    ok = ~np.isnan(rate).any(axis=1)
+    d = rate[ok, 0] - rate[ok, 1]
+    sf = sign_flip_test(d, n_resamples=plan.permutation.n_resamples,
+                        max_enumeration=plan.permutation.max_enumeration,
+                        method=plan.permutation.method, rng=child_rng(plan.seed, *keys, name, "signflip", cohort))
+    bi = boot[f"contrast:{name}"]
+    ti = paired_t_interval(d, plan.bootstrap.confidence_level)
+    ic = improvement_counts(rate[ok, 0], rate[ok, 1])
+    flags = [s for s in (bi.method == "degenerate" and "degenerate bootstrap",
+                         sf.method == "degenerate" and "no non-zero difference",
+                         d.size < _SMALL and f"fewer than {_SMALL} tasks: read t interval")
+             if s]
+    row = {"contrast": name, "cohort": cohort, "n_tasks": int(d.size),
+           "estimate_pp": 100 * sf.statistic, "ci_low_pp": 100 * bi.ci_low,
+           "ci_high_pp": 100 * bi.ci_high, "p_value": sf.p_value, "p_method": sf.method,
+           "role": _role(plan, name, cohort), "p_holm": np.nan, "p_mc_se": sf.mc_se,
+           "p_resamples": sf.n_resamples, "n_nonzero": sf.n_nonzero,
+           "min_attainable_p": sf.min_attainable_p, "ci_method": bi.method,
+           "n_resamples": bi.n_resamples, "ci_mc_error_pp": 100 * bi.mc_error,
+           "t_ci_low_pp": 100 * ti.ci_low, "t_ci_high_pp": 100 * ti.ci_high,
+           "improved": ic.improved, "regressed": ic.regressed, "tied": ic.tied,
+           "pass_a_pct": 100 * float(np.mean(rate[ok, 0])),
+           "pass_b_pct": 100 * float(np.mean(rate[ok, 1])), "flag": "; ".join(flags)}
+    k = int(np.nanmax(n))
+    full = ok & (n[:, 0] == k) & (n[:, 1] == k)
+    tt = transition_table(succ[full, 1], succ[full, 0], k).stack().rename("n_tasks")
+    trans = tt.reset_index().rename(columns={"from": f"comparator_{b}", "to": f"arm_{a}"})
+    trans.columns = ["comparator", "arm", "n_tasks"]
+    trans.insert(0, "cohort", cohort)
+    trans.insert(0, "contrast", name)
+    return row, trans
+
+
+def _cohort_tables(plan: AnalysisPlan, att: pd.DataFrame, cohort: str,
+                   keys: tuple[str, ...], notes: list[str],
+                   ) -> tuple[list[Row], list[pd.DataFrame], list[Row]]:
+    sub = _cohort_frame(att, cohort)
+    if sub.empty:
+        notes.append(f"cohort '{cohort}': no attempts; skipped")
+        return [], [], []
+    agg = aggregate_tasks(sub)
+    arms = sorted(agg["arm"].unique())
+    tasks, rate = task_matrix(agg, "pass_rate", arms)
+    _, cost = task_matrix(agg, "cost_usd", arms)
+    _, succ = task_matrix(agg, "successes", arms)
+    cols = {f"arm:{arm}": rate[:, i] for i, arm in enumerate(arms)}
+    usable = []
+    for name in plan.contrasts:
+        a, b = parse_contrast(name)
+        if a not in arms or b not in arms:
+            notes.append(f"contrast '{name}' on '{cohort}': arm(s) "
+                         f"{[x for x in (a, b) if x not in arms]} absent; skipped")
+            continue
+        d = rate[:, arms.index(a)] - rate[:, arms.index(b)]
+        if np.all(np.isnan(d)):
+            notes.append(f"contrast '{name}' on '{cohort}': no task has both arms; skipped")
+            continue
+        cols[f"contrast:{name}"] = d
+        usable.append(name)
+    ratios = {f"cost:{arm}": (np.nan_to_num(cost[:, i]), np.nan_to_num(succ[:, i]))
+              for i, arm in enumerate(arms)}
+    boot = paired_bootstrap(cols, ratios=ratios, n_resamples=plan.bootstrap.n_resamples,
+                            confidence_level=plan.bootstrap.confidence_level,
+                            rng=child_rng(plan.seed, *keys, "bootstrap", "success", cohort))
+    rows, trans = [], []
+    for name in usable:
+        row, tr = _contrast_row(plan, name, cohort, agg, boot, keys)
+        rows.append(row)
+        trans.append(tr)
+    secondary = [r for r in rows if r["role"] == "secondary"]
+    if secondary and plan.multiplicity.method == "holm":
+        for r, p in zip(secondary, holm([r["p_value"] for r in secondary]), strict=True):
+            r["p_holm"] = float(p)
+    arm_rows = []
+    for arm in arms:
+        g = agg[agg["arm"] == arm]
+        bi, ci = boot[f"arm:{arm}"], boot[f"cost:{arm}"]
+        curve = pass_curve(g["attempts"].astype(int), g["successes"].astype(int))
+        arm_rows.append({"cohort": cohort, "arm": arm, "n_tasks": len(g),
+                         "attempts": int(g["attempts"].sum()),
+                         "successes": int(g["successes"].sum()),
+                         "pass_rate_pct": 100 * bi.estimate, "ci_low_pct": 100 * bi.ci_low,
+                         "ci_high_pct": 100 * bi.ci_high,
+                         "mean_reward": float(g["mean_reward"].mean()),
+                         "total_cost_usd": float(g["cost_usd"].sum()),
+                         "cost_per_success_usd": ci.estimate,
+                         "cost_ci_low_usd": ci.ci_low, "cost_ci_high_usd": ci.ci_high,
+                         "mean_agent_seconds": float(g["agent_seconds"].sum()
+                                                     / g["attempts"].sum()),
+                         "_curve": curve})
+    return rows, trans, arm_rows
+
+
+def _contrast_frame(rows: list[Row]) -> pd.DataFrame:
+    frame = pd.DataFrame(rows)
+    if frame.empty:
+        return pd.DataFrame(columns=CONTRAST_LEADING_COLUMNS)
+    rest = [c for c in frame.columns if c not in CONTRAST_LEADING_COLUMNS]
+    return frame[CONTRAST_LEADING_COLUMNS + rest]
+
+
+def _run_cohorts(plan: AnalysisPlan, att: pd.DataFrame, keys: tuple[str, ...],
+                 notes: list[str]) -> tuple[pd.DataFrame, list[pd.DataFrame], list[Row]]:
+    rows: list[Row] = []
+    trans: list[pd.DataFrame] = []
+    arms: list[Row] = []
+    for cohort in plan.cohorts:
+        r, t, a = _cohort_tables(plan, att, cohort, keys, notes)
+        rows += r
+        trans += t
+        arms += a
+    return _contrast_frame(rows), trans, arms
+
+
+def _interaction_frame(plan: AnalysisPlan, att: pd.DataFrame, notes: list[str]) -> pd.DataFrame:
+    spec = plan.interaction
+    if spec is None:
+        return pd.DataFrame()
+    a, b = parse_contrast(spec.contrast)
+    diffs = []
+    for cohort in spec.cohorts:
+        sub = _cohort_frame(att, cohort)
+        if sub.empty or not {a, b} <= set(sub["arm"]):
+            notes.append(f"interaction of '{spec.contrast}': cohort '{cohort}' lacks data; "
+                         "skipped")
+            return pd.DataFrame()
+        _, rate = task_matrix(aggregate_tasks(sub), "pass_rate", [a, b])
+        d = rate[:, 0] - rate[:, 1]
+        diffs.append(d[~np.isnan(d)])
+    key = ("interaction", spec.contrast)
+    res = interaction(diffs[0], diffs[1], n_resamples=plan.bootstrap.n_resamples,
+                      n_permutations=plan.permutation.n_resamples,
+                      confidence_level=plan.bootstrap.confidence_level,
+                      rng_first=child_rng(plan.seed, *key, "bootstrap", spec.cohorts[0]),
+                      rng_second=child_rng(plan.seed, *key, "bootstrap", spec.cohorts[1]),
+                      rng_permutation=child_rng(plan.seed, *key, "permutation"))
+    return pd.DataFrame([{
+        "contrast": spec.contrast, "cohort": f"{spec.cohorts[0]} - {spec.cohorts[1]}",
+        "n_tasks": res.n_first + res.n_second, "estimate_pp": 100 * res.estimate,
+        "ci_low_pp": 100 * res.ci_low, "ci_high_pp": 100 * res.ci_high,
+        "p_value": res.p_value, "p_method": res.p_method, "p_mc_se": res.mc_se,
+        "p_resamples": res.n_permutations, "n_resamples": res.n_resamples,
+        "n_first": res.n_first, "n_second": res.n_second}])
+
+
+def _pass_k_frame(arm_rows: list[Row]) -> pd.DataFrame:
+    rows = [{"cohort": r["cohort"], "arm": r["arm"], "k": k, "n_tasks": r["n_tasks"],
+             "pass_at_k_pct": 100 * at, "pass_hat_k_pct": 100 * hat,
+             "consistency": r["_curve"].consistency}
+            for r in arm_rows
+            for k, at, hat in zip(r["_curve"].k, r["_curve"].pass_at_k,
+                                  r["_curve"].pass_hat_k, strict=True)]
+    return pd.DataFrame(rows)
+
+
+def _funnel_frame(att: pd.DataFrame, fam: pd.DataFrame, cohorts: list[str],
+                  ) -> tuple[pd.DataFrame, pd.DataFrame]:
+    def counts(g: pd.DataFrame, state: str, fired: str, beh: str, passed: str) -> Row:
+        passed_in_state = (g[passed] == 1) & (g[state] == 1)
+        near = int((passed_in_state & (g[beh] == 0)).sum())
+        # near miss (seed 000): among passes in the risky state, those without the
+        # registered behavior
+        return {"attempts": len(g), "state": int((g[state] == 1).sum()),
+                "fired": int((g[fired] == 1).sum()), "behavior": int((g[beh] == 1).sum()),
+                "coded": int(g[beh].notna().sum()), "passed": int((g[passed] == 1).sum()),
+                "near_miss_pct": 100 * near / max(1, int(passed_in_state.sum()))}
+    rows = []
+    for cohort in cohorts:
+        sub = _cohort_frame(att, cohort)
+        for arm, g in sub.groupby("arm", sort=True):
+            rows.append({"cohort": cohort, "arm": arm, **counts(
+                g, "funnel_state", "funnel_fired", "funnel_behavior", "funnel_passed")})
+    fam_rows = [{"family": f, "arm": arm, **counts(g, "state", "fired", "behavior", "passed")}
+                for (f, arm), g in fam.groupby(["family", "arm"], sort=True)]
+    return pd.DataFrame(rows), pd.DataFrame(fam_rows)
+
+
+def _errors_frame(att: pd.DataFrame, superseded: pd.DataFrame) -> pd.DataFrame:
+    """Per arm: scored attempts, infrastructure failures, replaced records and causes.
+
+    Cause counts cover every record, the replaced ones included, so a treatment that
+    provokes provider or environment failures shows here even when recovery replaced them.
+    """
+    rows = []
+    for arm, g in att.groupby("arm", sort=True):
+        dropped = superseded[superseded["arm"] == arm]
+        causes = pd.concat([g["cause"], dropped["cause"]])
+        row = {"arm": arm, "attempts": len(g),
+               "infrastructure_failures": int(g["infrastructure_failure"].sum()),
+               "infrastructure_failure_pct": 100 * float(g["infrastructure_failure"].mean()),
+               "no_fair_attempt": int(g["no_fair_attempt"].sum()),
+               "replaced_records": len(dropped), "gave_up": int(g["gave_up"].sum())}
+        for cause, n in causes[causes != ""].value_counts().sort_index().items():
+            row[f"cause:{cause}"] = int(n)
+        rows.append(row)
+    return pd.DataFrame(rows).fillna(0)
+
+
+def analyze(source: str | Path | pd.DataFrame | LoadedAttempts,
+            plan: AnalysisPlan | str | Path) -> AnalysisResult:
+    """Run the analysis plan on attempts (a path, a tidy frame or loaded attempts).
+
+    Same data, same plan (seed) and same numpy build give bit-identical tables.
+    """
+    plan = plan if isinstance(plan, AnalysisPlan) else load_plan(plan)
+    if isinstance(source, LoadedAttempts):
+        loaded = source
+    elif isinstance(source, pd.DataFrame):
+        frame = normalize_frame(source)
+        loaded = LoadedAttempts(frame, pd.DataFrame(columns=["family", "arm", "state", "fired",
+                                "behavior", "passed"]), "<frame>", len(frame), 0, 0)
+    else:
+        loaded = load_attempts(source)
+    att, notes = loaded.attempts, list[str]()
+    if att.empty:
+        raise ValueError(f"{loaded.source}: no scored attempts")
+    contrasts, trans, arm_rows = _run_cohorts(plan, att, (), notes)
+    sens_att = att[~att["infrastructure_failure"].astype(bool)]
+    sensitivity = pd.DataFrame()
+    if plan.missing_data.sensitivity == "exclude" and len(sens_att) < len(att):
+        sensitivity, _, _ = _run_cohorts(plan, sens_att, ("sensitivity",), [])
+    elif plan.missing_data.sensitivity == "exclude":
+        notes.append("sensitivity analysis: no infrastructure failures; identical to primary")
+    funnel, family_funnel = _funnel_frame(att, loaded.families, plan.cohorts)
+    metadata = {"plan": plan.name, "plan_hash": plan.plan_hash(), "seed": plan.seed,
+                "numpy": np.__version__, "scipy": scipy.__version__, "pandas": pd.__version__,
+                "n_records": loaded.n_records, "n_scored": len(att),
+                "n_invalid": loaded.n_invalid, "n_superseded": loaded.n_superseded,
+                "n_infrastructure_failures": int(att["infrastructure_failure"].sum()),
+                "torn_tail": loaded.torn_tail}
+    arms = pd.DataFrame([{k: v for k, v in r.items() if k != "_curve"} for r in arm_rows])
+    cost_cols = ["total_cost_usd", "cost_per_success_usd", "cost_ci_low_usd",
+                 "cost_ci_high_usd", "mean_agent_seconds"]
+    key_cols = ["cohort", "arm", "n_tasks", "attempts", "successes"]
+    return AnalysisResult(
+        pass_rates=arms.drop(columns=cost_cols) if len(arms) else arms,
+        cost=arms[key_cols + cost_cols] if len(arms) else arms,
+        contrasts=contrasts, sensitivity=sensitivity,
+        interaction=_interaction_frame(plan, att, notes),
+        transitions=pd.concat(trans, ignore_index=True) if trans else pd.DataFrame(),
+        pass_k=_pass_k_frame(arm_rows), errors=_errors_frame(att, loaded.superseded),
+        funnel=funnel, family_funnel=family_funnel, metadata=metadata, notes=tuple(notes))

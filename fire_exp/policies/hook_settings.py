@@ -1,0 +1,75 @@
+"""The hook settings that wire ``fire-exp hook`` into Claude Code or Codex.
+
+Both CLIs read the same JSON shape (reference/hooks.md)::
+
+    {"hooks": {EVENT: [{"matcher": "Bash", "hooks": [{"type": "command",
+                                                       "command": "...", "timeout": 60}]}]}}
+
+Claude Code reads it from ``.claude/settings.json`` (or ``claude --settings FILE``); Codex
+from ``.codex/hooks.json`` (or ``$CODEX_HOME/hooks.json``). Tool events carry the matcher
+``Bash`` (Codex reports its shell tool as ``Bash`` to hooks); the others take no matcher.
+"""
+
+from __future__ import annotations
+
+import shlex
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from fire_exp.errors import InputError
+from fire_exp.policies.model import Family
+
+TARGETS = {"claude-code": Path(".claude") / "settings.json",
+           "codex": Path(".codex") / "hooks.json"}
+TOOL_EVENTS = ("PreToolUse", "PostToolUse")
+DEFAULT_TIMEOUT_S = 60
+
+
+def needed_events(families: Sequence[Family]) -> list[str]:
+    """The CLI events an arm needs: the prompt (task text and eligibility), both tool
+    events (tracking, and the validity guard's evidence that hooks ran), and ``Stop``
+    when a rule acts there."""
+    if not families:
+        return []
+    events = ["UserPromptSubmit", "PreToolUse", "PostToolUse"]
+    if any("Stop" in r.events for f in families for r in f.rules()):
+        events.append("Stop")
+    return events
+
+
+def hook_command(prefix: str, event: str, *, portfolio: str, arm: str, state_dir: str,
+                 cli: str, controls: str | None = None) -> str:
+    """The shell command a CLI runs for ``event``."""
+    args = ["hook", event, "--portfolio", portfolio, "--arm", arm, "--state", state_dir,
+            "--cli", cli]
+    if controls:
+        args += ["--controls", controls]
+    return f"{prefix} {shlex.join(args)}"
+
+
+def hook_settings(target: str, families: Sequence[Family], *, portfolio: str, arm: str,
+                  state_dir: str, prefix: str = "fire-exp", controls: str | None = None,
+                  timeout_s: int = DEFAULT_TIMEOUT_S) -> dict[str, Any]:
+    """The settings document for ``target`` (``claude-code`` or ``codex``).
+
+    Raises:
+        InputError: an unknown target, or an arm without policies (the baseline runs no
+            hooks: a baseline attempt must have no hook configuration at all).
+    """
+    if target not in TARGETS:
+        raise InputError("--target", target, "unknown CLI", f"use one of {', '.join(TARGETS)}")
+    events = needed_events(families)
+    if not events:
+        raise InputError("--arm", arm, "this arm runs no policies, so it needs no hooks",
+                         "run the baseline without any hook configuration")
+    hooks: dict[str, list[dict[str, Any]]] = {}
+    for event in events:
+        handler = {"type": "command", "timeout": timeout_s,
+                   "command": hook_command(prefix, event, portfolio=portfolio, arm=arm,
+                                           state_dir=state_dir, cli=target, controls=controls)}
+        group: dict[str, Any] = {"hooks": [handler]}
+        if event in TOOL_EVENTS:
+            group = {"matcher": "Bash"} | group
+        hooks[event] = [group]
+    return {"hooks": hooks}

@@ -1,0 +1,67 @@
+"""Figures in one print-readable style (matplotlib, Agg backend)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+import pandas as pd  # noqa: E402
+
+ARM_ORDER = ["real", "sham", "always_verify", "reconsider", "baseline"]
+ARM_LABELS = {"real": "real policy", "sham": "triggered sham", "always_verify": "always verify",
+              "reconsider": "reconsider", "baseline": "baseline"}
+# Okabe–Ito colours: distinguishable in colour-blind vision and in greyscale print.
+COHORT_STYLE = {"eligible": ("o", "#0072B2"), "silent": ("s", "#E69F00"), "all": ("D", "#555555")}
+
+STYLE = {"font.size": 9, "axes.titlesize": 10, "axes.labelsize": 9, "legend.fontsize": 8,
+         "axes.spines.top": False, "axes.spines.right": False, "savefig.dpi": 200}
+
+
+def arms_in_order(arms: list[str]) -> list[str]:
+    known = [a for a in ARM_ORDER if a in arms]
+    return known + sorted(a for a in arms if a not in known)
+
+
+def pass_rate_figure(pass_rates: pd.DataFrame, out: Path, cohorts: tuple[str, ...] =
+                     ("eligible", "silent")) -> list[Path]:
+    """FIRE's Figure 1: pass rate per arm with 95 % task-bootstrap intervals, per cohort.
+
+    Args:
+        pass_rates: the analysis' ``pass_rates`` table (cohort, arm, n_tasks, attempts,
+            pass_rate_pct, ci_low_pct, ci_high_pct).
+        out: path without suffix; writes ``out.png`` and ``out.pdf``.
+    """
+    rows = pass_rates[pass_rates["cohort"].isin(cohorts)]
+    arms = arms_in_order(list(rows["arm"].unique()))
+    with plt.rc_context(STYLE):
+        fig, ax = plt.subplots(figsize=(5.2, 3.0))
+        offsets = {c: (i - (len(cohorts) - 1) / 2) * 0.22 for i, c in enumerate(cohorts)}
+        for cohort in cohorts:
+            part = rows[rows["cohort"] == cohort].set_index("arm")
+            xs = [i + offsets[cohort] for i, a in enumerate(arms) if a in part.index]
+            sub = part.loc[[a for a in arms if a in part.index]]
+            if sub.empty:
+                continue
+            marker, colour = COHORT_STYLE.get(cohort, ("o", "black"))
+            err = [sub["pass_rate_pct"] - sub["ci_low_pct"], sub["ci_high_pct"] - sub["pass_rate_pct"]]
+            label = f"{cohort} ({int(sub['n_tasks'].iloc[0])} tasks, " \
+                    f"{int(sub['attempts'].iloc[0])} attempts/arm)"
+            ax.errorbar(xs, sub["pass_rate_pct"], yerr=err, fmt=marker, color=colour, capsize=3,
+                        markersize=6, label=label)
+            if "baseline" in sub.index:
+                ax.axhline(sub.loc["baseline", "pass_rate_pct"], color=colour, lw=0.8, ls="--",
+                           alpha=0.7)
+        ax.set_xticks(range(len(arms)), [ARM_LABELS.get(a, a) for a in arms], rotation=15)
+        ax.set_ylabel("pass rate (%), 95 % CI")
+        ax.set_ylim(-3, 103)
+        ax.legend(loc="lower left", frameon=False)
+        ax.set_title("Pass rate per arm (dashed: baseline)")
+        fig.tight_layout()
+        paths = [out.with_suffix(".png"), out.with_suffix(".pdf")]
+        for path in paths:
+            fig.savefig(path)
+        plt.close(fig)
+    return paths

@@ -1,0 +1,61 @@
+"""Statistics engine of fire-exp: task-level estimators, bootstrap and permutation tests.
+
+The task is the unit of inference; every function that draws takes ``rng=`` (a child
+stream from :mod:`fire_exp.stats.seeds`).
+"""
+
+from fire_exp.stats.aggregate import aggregate_tasks, task_matrix
+from fire_exp.stats.bootstrap import (
+    BootstrapInterval,
+    TInterval,
+    count_matrix_sums,
+    paired_bootstrap,
+    paired_t_interval,
+)
+from fire_exp.stats.contrasts import (
+    ImprovementCounts,
+    InteractionResult,
+    improvement_counts,
+    interaction,
+    transition_table,
+)
+from fire_exp.stats.mcnemar import (
+    McNemarResult,
+    mcnemar_exact,
+    mcnemar_pooled,
+    mcnemar_stratified,
+)
+from fire_exp.stats.multiplicity import holm
+from fire_exp.stats.passk import PassKCurve, pass_at_k, pass_curve, pass_hat_k
+from fire_exp.stats.permutation import SignFlipResult, lattice_resolution, sign_flip_test
+from fire_exp.stats.seeds import child_rng, child_seed_sequence, stable_hash32
+
+__all__ = [
+    "BootstrapInterval",
+    "ImprovementCounts",
+    "InteractionResult",
+    "McNemarResult",
+    "PassKCurve",
+    "SignFlipResult",
+    "TInterval",
+    "aggregate_tasks",
+    "child_rng",
+    "child_seed_sequence",
+    "count_matrix_sums",
+    "holm",
+    "improvement_counts",
+    "interaction",
+    "lattice_resolution",
+    "mcnemar_exact",
+    "mcnemar_pooled",
+    "mcnemar_stratified",
+    "paired_bootstrap",
+    "paired_t_interval",
+    "pass_at_k",
+    "pass_curve",
+    "pass_hat_k",
+    "sign_flip_test",
+    "stable_hash32",
+    "task_matrix",
+    "transition_table",
+]

@@ -1,0 +1,68 @@
+"""Per (task, arm) aggregates of a tidy attempts frame: the task is the unit of analysis."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+import pandas as pd
+
+__all__ = ["aggregate_tasks", "task_matrix"]
+
+_REQUIRED = ("task", "arm", "passed", "reward")
+
+
+def _aggregate_iv(frame: pd.DataFrame) -> None:
+    missing = [c for c in _REQUIRED if c not in frame.columns]
+    if missing:
+        raise ValueError(f"the attempts frame lacks columns {missing}")
+
+
+def aggregate_tasks(frame: pd.DataFrame, by: Sequence[str] = ("task", "arm")) -> pd.DataFrame:
+    """One row per (task, arm): attempts, successes, pass rate, mean reward, cost, time.
+
+    Args:
+        frame: one row per scored attempt with columns ``task``, ``arm``, ``passed``,
+            ``reward`` and optionally ``cost_usd``, ``agent_seconds``.
+        by: grouping columns.
+
+    Returns:
+        Rows sorted by ``by`` with ``attempts``, ``successes``, ``pass_rate``,
+        ``mean_reward``, ``cost_usd`` (sum), ``agent_seconds`` (sum).
+
+    >>> f = pd.DataFrame({"task": ["t", "t"], "arm": ["a", "a"], "passed": [True, False],
+    ...                   "reward": [1.0, 0.0]})
+    >>> aggregate_tasks(f)[["attempts", "successes", "pass_rate"]].to_numpy().tolist()
+    [[2.0, 1.0, 0.5]]
+    """
+    _aggregate_iv(frame)
+    work = frame.assign(
+        _passed=frame["passed"].astype(float),
+        _reward=frame["reward"].astype(float),
+        _cost=frame["cost_usd"].astype(float) if "cost_usd" in frame else 0.0,
+        _time=frame["agent_seconds"].astype(float) if "agent_seconds" in frame else 0.0)
+    g = work.groupby(list(by), sort=True, observed=True)
+    out = pd.DataFrame({
+        "attempts": g.size().astype(float),
+        "successes": g["_passed"].sum(),
+        "mean_reward": g["_reward"].mean(),
+        "cost_usd": g["_cost"].sum(),
+        "agent_seconds": g["_time"].sum(),
+    }).reset_index()
+    out.insert(len(by) + 2, "pass_rate", out["successes"] / out["attempts"])
+    return out
+
+
+def task_matrix(agg: pd.DataFrame, value: str, arms: Sequence[str],
+                tasks: Sequence[str] | None = None) -> tuple[list[str], np.ndarray]:
+    """Pivot aggregates to a T x arms matrix of ``value`` (NaN where a task lacks an arm).
+
+    >>> agg = pd.DataFrame({"task": ["t1", "t1", "t2"], "arm": ["a", "b", "a"],
+    ...                     "pass_rate": [1.0, 0.5, 0.0]})
+    >>> task_matrix(agg, "pass_rate", ["a", "b"])[1].tolist()
+    [[1.0, 0.5], [0.0, nan]]
+    """
+    wide = agg.pivot(index="task", columns="arm", values=value)
+    order = sorted(wide.index) if tasks is None else list(tasks)
+    wide = wide.reindex(index=order, columns=list(arms))
+    return order, wide.to_numpy(dtype=float)

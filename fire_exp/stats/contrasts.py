@@ -1,0 +1,152 @@
+"""Derived contrasts: the cohort interaction, improved/regressed counts, transitions.
+
+The interaction of a contrast between two cohorts (eligible − silent) is the difference of
+the two cohorts' mean paired differences. Its interval resamples tasks *within* each cohort
+(the cohorts are fixed by preregistration); its p-value permutes the per-task differences
+between the cohorts (two-sided, |Δ*| >= |Δ|).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+from numpy.typing import ArrayLike
+
+from fire_exp.stats.bootstrap import count_matrix_sums
+
+__all__ = ["ImprovementCounts", "InteractionResult", "improvement_counts", "interaction",
+           "transition_table"]
+
+_REL_TOL = 1e-14
+
+
+@dataclass(frozen=True)
+class InteractionResult:
+    """Difference of mean paired differences between two cohorts.
+
+    Attributes:
+        estimate: mean(d_first) − mean(d_second).
+        ci_low, ci_high: percentile interval, tasks resampled within each cohort.
+        p_value: two-sided permutation p of the cohort labels, (1 + hits) / (1 + B).
+        p_method: ``monte-carlo`` or ``degenerate`` (no variation: p = 1).
+        n_resamples: bootstrap resamples per cohort.
+        n_permutations: B for the p-value.
+        mc_se: Monte Carlo standard error of p.
+        n_first, n_second: tasks per cohort.
+    """
+
+    estimate: float
+    ci_low: float
+    ci_high: float
+    p_value: float
+    p_method: str
+    n_resamples: int
+    n_permutations: int
+    mc_se: float
+    n_first: int
+    n_second: int
+
+
+def _subset_sums(d: np.ndarray, n_first: int, n_permutations: int,
+                 rng: np.random.Generator) -> np.ndarray:
+    values, counts = np.unique(d, return_counts=True)
+    if values.size <= 64:
+        # Few distinct values (lattice outcomes): draw the composition of the first cohort.
+        comp = rng.multivariate_hypergeometric(counts, n_first, size=n_permutations,
+                                               method="marginals")
+        sums: np.ndarray = comp @ values
+        return sums
+    out = np.empty(n_permutations)
+    chunk = max(1, 262_144 // d.size)
+    for start in range(0, n_permutations, chunk):
+        rows = min(chunk, n_permutations - start)
+        keys = rng.random((rows, d.size))
+        idx = np.argpartition(keys, n_first - 1, axis=1)[:, :n_first]
+        out[start:start + rows] = d[idx].sum(axis=1)
+    return out
+
+
+def interaction(d_first: ArrayLike, d_second: ArrayLike, *, n_resamples: int = 10_000,
+                n_permutations: int = 100_000, confidence_level: float = 0.95,
+                rng_first: np.random.Generator, rng_second: np.random.Generator,
+                rng_permutation: np.random.Generator) -> InteractionResult:
+    """Interaction of a paired contrast between two cohorts (a difference of differences).
+
+    Args:
+        d_first, d_second: per-task paired differences in each cohort.
+        n_resamples: bootstrap resamples (drawn within each cohort).
+        n_permutations: random relabellings of tasks between cohorts.
+        confidence_level: level of the percentile interval.
+        rng_first, rng_second: bootstrap streams of the two cohorts.
+        rng_permutation: stream of the permutation test.
+
+    >>> g = np.random.default_rng
+    >>> r = interaction([1, 1, 0.5], [0, 0, 0.5], n_permutations=999, rng_first=g(0),
+    ...                 rng_second=g(1), rng_permutation=g(2))
+    >>> round(r.estimate, 4), r.n_first
+    (0.6667, 3)
+    """
+    a, b = np.asarray(d_first, dtype=float), np.asarray(d_second, dtype=float)
+    if a.ndim != 1 or b.ndim != 1 or a.size == 0 or b.size == 0:
+        raise ValueError("each cohort needs at least one task")
+    if not (np.all(np.isfinite(a)) and np.all(np.isfinite(b))):
+        raise ValueError("differences must be finite")
+    est = float(a.mean() - b.mean())
+    dist = (count_matrix_sums(a[:, None], n_resamples=n_resamples, rng=rng_first)[:, 0] / a.size
+            - count_matrix_sums(b[:, None], n_resamples=n_resamples, rng=rng_second)[:, 0]
+            / b.size)
+    alpha = (1 - confidence_level) / 2
+    low, high = np.percentile(dist, [100 * alpha, 100 * (1 - alpha)])
+    pooled = np.concatenate([a, b])
+    if np.all(pooled == pooled[0]):
+        return InteractionResult(est, float(low), float(high), 1.0, "degenerate", n_resamples,
+                                 0, 0.0, a.size, b.size)
+    sums = _subset_sums(pooled, a.size, n_permutations, rng_permutation)
+    null = sums / a.size - (pooled.sum() - sums) / b.size
+    thr = abs(est) - _REL_TOL * abs(est)
+    hits = int(np.count_nonzero(np.abs(null) >= thr))
+    p = (1 + hits) / (1 + n_permutations)
+    return InteractionResult(est, float(low), float(high), p, "monte-carlo", n_resamples,
+                             n_permutations, float(np.sqrt(p * (1 - p) / n_permutations)),
+                             a.size, b.size)
+
+
+@dataclass(frozen=True)
+class ImprovementCounts:
+    """Tasks where arm A scored higher than B (improved), lower (regressed), or the same."""
+
+    improved: int
+    regressed: int
+    tied: int
+
+
+def improvement_counts(a: ArrayLike, b: ArrayLike) -> ImprovementCounts:
+    """Count tasks improved / regressed / tied from A's and B's per-task values.
+
+    >>> improvement_counts([1, 0.5, 0], [0, 0.5, 1])
+    ImprovementCounts(improved=1, regressed=1, tied=1)
+    """
+    x, y = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
+    if x.shape != y.shape:
+        raise ValueError("a and b must hold the same tasks")
+    return ImprovementCounts(int(np.sum(x > y)), int(np.sum(x < y)), int(np.sum(x == y)))
+
+
+def transition_table(from_successes: ArrayLike, to_successes: ArrayLike, k: int,
+                     ) -> pd.DataFrame:
+    """(K+1) x (K+1) counts of tasks by successes out of K: rows the comparator (from),
+    columns the arm (to). Labels read ``"0/2"``, ``"1/2"``, ``"2/2"``.
+
+    >>> transition_table([0, 0, 2], [2, 1, 2], 2).to_numpy().tolist()
+    [[0, 1, 1], [0, 0, 0], [0, 0, 1]]
+    """
+    f, t = np.asarray(from_successes), np.asarray(to_successes)
+    if f.shape != t.shape or np.any(f < 0) or np.any(t < 0) or np.any(f > k) or np.any(t > k):
+        raise ValueError(f"successes must be paired counts in 0..{k}")
+    table = np.zeros((k + 1, k + 1), dtype=np.int64)
+    np.add.at(table, (f.astype(np.intp), t.astype(np.intp)), 1)
+    labels = [f"{i}/{k}" for i in range(k + 1)]
+    return pd.DataFrame(table, index=pd.Index(labels, name="from"),
+                        columns=pd.Index(labels, name="to"))

@@ -1,0 +1,125 @@
+"""Exact McNemar tests for paired binary outcomes, single, pooled and stratified.
+
+With b pairs where only A succeeded and c where only B did, under the null each discordant
+pair is equally likely either way: b ~ Binomial(b + c, 1/2). Two-sided
+
+    p = min(1, 2 · BinomCDF(min(b, c); b + c, 1/2)),
+
+and p = 1 with no discordant pair (never 0, never NaN, unlike the asymptotic test).
+Several attempts per task analysed as separate pairs are correlated: for task-level
+inference use the sign-flip test; McNemar serves per-trial comparisons.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+from numpy.typing import ArrayLike
+from scipy import stats as _st
+
+__all__ = ["McNemarResult", "mcnemar_exact", "mcnemar_pooled", "mcnemar_stratified"]
+
+_MAX_SUPPORT = 2_000_000
+
+
+@dataclass(frozen=True)
+class McNemarResult:
+    """Result of an exact McNemar test.
+
+    Attributes:
+        b: discordant pairs favouring A (summed over strata).
+        c: discordant pairs favouring B.
+        statistic: b − c, or Σ w_s (b_s − c_s) for the weighted stratified test.
+        p_value: two-sided exact p.
+        method: ``exact``, ``exact-pooled``, ``exact-stratified`` or ``degenerate``
+            (no discordant pair: p = 1).
+        n_strata: strata combined.
+    """
+
+    b: int
+    c: int
+    statistic: float
+    p_value: float
+    method: str
+    n_strata: int = 1
+
+
+def _counts_iv(b: ArrayLike, c: ArrayLike) -> tuple[np.ndarray, np.ndarray]:
+    b_arr, c_arr = np.atleast_1d(np.asarray(b)), np.atleast_1d(np.asarray(c))
+    if b_arr.shape != c_arr.shape or b_arr.ndim != 1 or b_arr.size == 0:
+        raise ValueError("b and c must be non-empty 1-d counts of the same length")
+    for name, arr in (("b", b_arr), ("c", c_arr)):
+        if np.any(arr < 0) or not np.all(np.equal(np.mod(arr, 1), 0)):
+            raise ValueError(f"{name} must hold non-negative whole counts")
+    return b_arr.astype(np.int64), c_arr.astype(np.int64)
+
+
+def _exact_p(b: int, c: int) -> float:
+    n = b + c
+    return 1.0 if n == 0 else float(min(1.0, 2.0 * _st.binom.cdf(min(b, c), n, 0.5)))
+
+
+def mcnemar_exact(b: int, c: int) -> McNemarResult:
+    """Exact McNemar test from the two discordant counts.
+
+    >>> mcnemar_exact(5, 0).p_value, mcnemar_exact(0, 0).method
+    (0.0625, 'degenerate')
+    """
+    b_arr, c_arr = _counts_iv(b, c)
+    bi, ci = int(b_arr[0]), int(c_arr[0])
+    return McNemarResult(bi, ci, float(bi - ci), _exact_p(bi, ci),
+                         "exact" if bi + ci else "degenerate")
+
+
+def mcnemar_pooled(b: ArrayLike, c: ArrayLike) -> McNemarResult:
+    """Sum discordant counts over strata, then the exact test.
+
+    >>> mcnemar_pooled([3, 2], [0, 0]).p_value
+    0.0625
+    """
+    b_arr, c_arr = _counts_iv(b, c)
+    bi, ci = int(b_arr.sum()), int(c_arr.sum())
+    return McNemarResult(bi, ci, float(bi - ci), _exact_p(bi, ci),
+                         "exact-pooled" if bi + ci else "degenerate", int(b_arr.size))
+
+
+def mcnemar_stratified(b: ArrayLike, c: ArrayLike, weights: ArrayLike) -> McNemarResult:
+    """Weighted stratified exact test of S = Σ w_s (b_s − c_s).
+
+    Conditional on n_s = b_s + c_s, b_s ~ Binomial(n_s, 1/2) independently; the exact null
+    of S is the convolution of the strata's distributions (each symmetric about 0), and
+    p = P(|S*| >= |S|). With equal weights this is the pooled test.
+
+    >>> round(mcnemar_stratified([3, 2], [0, 0], [1.0, 1.0]).p_value, 12)
+    0.0625
+    """
+    b_arr, c_arr = _counts_iv(b, c)
+    w = np.asarray(weights, dtype=float)
+    if w.shape != b_arr.shape or not np.all(np.isfinite(w)) or np.any(w < 0):
+        raise ValueError("weights must be finite, non-negative, one per stratum")
+    n = b_arr + c_arr
+    stat = float(np.sum(w * (b_arr - c_arr)))
+    if not np.any((n > 0) & (w > 0)):
+        return McNemarResult(int(b_arr.sum()), int(c_arr.sum()), stat, 1.0, "degenerate",
+                             int(b_arr.size))
+    values: np.ndarray = np.zeros(1)
+    probs: np.ndarray = np.ones(1)
+    for ws, ns in zip(w.tolist(), n.tolist(), strict=True):
+        if ns == 0 or ws == 0:
+            continue
+        k = np.arange(ns + 1)
+        sv, sp = ws * (2 * k - ns), _st.binom.pmf(k, ns, 0.5)
+        values = (values[:, None] + sv[None, :]).ravel()
+        probs = (probs[:, None] * sp[None, :]).ravel()
+        # Merge equal sums (to rounding) so the support stays small.
+        key = np.round(values, 9)
+        values, inv = np.unique(key, return_inverse=True)
+        probs = np.bincount(inv, weights=probs).astype(float)
+        if values.size > _MAX_SUPPORT:
+            raise ValueError("the stratified null has too many distinct values; use "
+                             "integer-valued weights")
+    tol = 1e-9 * max(1.0, abs(stat))
+    p = float(min(1.0, probs[np.abs(values) >= abs(stat) - tol].sum()))
+    return McNemarResult(int(b_arr.sum()), int(c_arr.sum()), stat, p, "exact-stratified",
+                         int(b_arr.size))

@@ -1,0 +1,141 @@
+"""agent=claude-code and agent=codex: hooks exported, the CLI run, its output read back.
+
+The real CLIs are not installed here; tests/agents/fake_cli.py stands in for both. It runs
+the exported hook commands with the documented payloads, so the bridge, the activity log
+and the read-back are exercised for real.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from fire_exp.agents.cli_agents import ClaudeCodeAgent, CodexAgent, bridge_target
+from fire_exp.agents.cli_transcripts import parse_claude_stream, parse_codex_json
+from fire_exp.paths import SUITES_DIR
+from fire_exp.policies import build_arm, load_portfolio
+from fire_exp.records import Cause, record_to_line
+from tests.agents.agent_support import FAKE_KEY, KEY_ENV, RunFn
+
+FAKE = Path(__file__).with_name("fake_cli.py")
+PASS = ["FAKE_CLI_SCRIPT", "FAKE_CLI_NO_HOOKS", KEY_ENV]
+
+
+def script(monkeypatch: pytest.MonkeyPatch, commands: list[str], after: list[str] = (),
+           **extra: object) -> None:
+    monkeypatch.setenv("FAKE_CLI_SCRIPT", json.dumps(
+        {"commands": commands, "after_nudge": list(after)} | extra))
+
+
+def attempt_logs(tmp_path: Path) -> Path:
+    return tmp_path / "attempt" / "logs" / "agent"
+
+
+@pytest.mark.parametrize("agent_cls,binary", [(ClaudeCodeAgent, "claude"), (CodexAgent, "codex")])
+def test_a_missing_cli_fails_the_environment_and_names_the_binary(agent_cls, binary: str,
+                                                                  run_task: RunFn) -> None:
+    agent = agent_cls(binary=f"{binary}-not-installed-here")
+    record = run_task("csv-column-stats", "real", agent)
+    assert record.cause is Cause.ENVIRONMENT_FAILED and record.reward is None
+    assert f"`{binary}-not-installed-here` executable was not found" in record.error
+    assert "npm install -g" in record.error and "agent.binary=" in record.error
+
+
+def test_claude_code_runs_with_hooks_and_is_read_back(monkeypatch, fake_key, run_task: RunFn,
+                                                      tmp_path: Path) -> None:
+    task = SUITES_DIR / "fire-mini" / "recover-wal-orders"
+    solve = (task / "solution" / "solve.sh").read_text().replace("/tmp/evidence-copy",
+                                                                 "../evidence-copy")
+    script(monkeypatch, ["sqlite3 evidence/orders.db .dump", solve,
+                         f"echo the key is ${KEY_ENV}"])  # the CLI's env has the key
+    agent = ClaudeCodeAgent(binary=str(FAKE), env_passthrough=PASS)
+    record = run_task("recover-wal-orders", "real", agent)
+    assert record.passed and record.cause is None and record.error is None
+    # UserPromptSubmit, 3 x PreToolUse, 2 x PostToolUse (the denied one never ran), Stop
+    assert record.events == 7 and record.decisions == 1 and record.funnel.fired
+    steps = [json.loads(x) for x in (attempt_logs(tmp_path) / "commands.jsonl").read_text()
+             .splitlines()]
+    assert [(s["kind"], s["denied"]) for s in steps] == \
+        [("command", True), ("command", False), ("command", False), ("stop", False)]
+    assert steps[2]["output"] == "the key is ***\n"
+    usage = record.usage
+    assert (usage.input_tokens, usage.output_tokens) == (1150, 250)
+    assert usage.cost_usd == pytest.approx(0.0123) and usage.model == "claude-fake-1"
+    events = [json.loads(x) for x in (attempt_logs(tmp_path) / "policy-events.jsonl")
+              .read_text().splitlines()]
+    assert [(e["family"], e["decision"]) for e in events] == [("database_evidence", "deny")]
+    settings = json.loads((tmp_path / "attempt" / "hooks" / "claude-settings.json").read_text())
+    assert set(settings["hooks"]) == {"UserPromptSubmit", "PreToolUse", "PostToolUse", "Stop"}
+    for path in (tmp_path / "attempt").rglob("*"):
+        if path.is_file():
+            assert FAKE_KEY.encode() not in path.read_bytes(), path
+    assert FAKE_KEY not in record_to_line(record)
+
+
+def test_codex_gets_the_stop_instruction_and_works_on(monkeypatch, run_task: RunFn,
+                                                      tmp_path: Path) -> None:
+    script(monkeypatch, ["echo python3 status_server.py"], after=["echo probing again"])
+    prices = {"gpt-5-codex": {"input": 1.25, "output": 10.0}}
+    agent = CodexAgent(binary=str(FAKE), model="gpt-5-codex", prices=prices,
+                       env_passthrough=PASS)
+    record = run_task("serve-status-page", "real", agent)
+    assert record.cause is None and record.n_commands == 2
+    assert record.decisions == 1 and record.funnel.fired
+    summary = json.loads((attempt_logs(tmp_path) / "hook-summary.json").read_text())
+    assert summary["by_event"]["Stop"] == 2 and summary["load_errors"] == 0
+    assert record.usage.cost_usd == pytest.approx((1200 * 1.25 + 300 * 10.0) / 1e6)
+    assert (tmp_path / "attempt" / "hooks" / "codex-home" / "hooks.json").is_file()
+
+
+def test_the_baseline_has_no_hook_configuration(monkeypatch, run_task: RunFn,
+                                                tmp_path: Path) -> None:
+    script(monkeypatch, ["true"])
+    record = run_task("csv-column-stats", "baseline",
+                      ClaudeCodeAgent(binary=str(FAKE), env_passthrough=PASS))
+    assert record.cause is None and record.events == 0 and record.error is None
+    assert not (tmp_path / "attempt" / "hooks" / "claude-settings.json").exists()
+
+
+def test_hooks_that_never_ran_are_reported(monkeypatch, run_task: RunFn) -> None:
+    monkeypatch.setenv("FAKE_CLI_NO_HOOKS", "1")  # as Codex does with untrusted hooks
+    script(monkeypatch, ["true"])
+    record = run_task("csv-column-stats", "always_verify",
+                      CodexAgent(binary=str(FAKE), env_passthrough=PASS))
+    assert record.events == 0 and record.n_commands == 1
+    assert record.error == "hooks never ran: no PreToolUse hook event in a policy arm"
+
+
+def test_a_cli_that_fails_before_acting_is_a_provider_failure(monkeypatch,
+                                                              run_task: RunFn) -> None:
+    script(monkeypatch, [], exit=3)
+    record = run_task("csv-column-stats", "real",
+                      ClaudeCodeAgent(binary=str(FAKE), env_passthrough=PASS))
+    assert record.cause is Cause.PROVIDER_FAILED
+    assert "exited 3" in record.error and "authentication failed" in record.error
+
+
+def test_bridge_target_reproduces_every_arm() -> None:
+    real, controls = load_portfolio("fire-core"), load_portfolio("controls")
+    targets = {arm: bridge_target(build_arm(arm, real, controls).families)
+               for arm in ("real", "sham", "always_verify", "reconsider", "baseline")}
+    assert targets["baseline"] is None
+    assert targets["real"].portfolio == str(real.path) and targets["real"].arm == "real"
+    assert targets["sham"].portfolio == str(real.path) and targets["sham"].arm == "sham"
+    assert targets["always_verify"].controls == str(controls.path)
+    assert targets["reconsider"].arm == "reconsider"
+
+
+def test_parsers_skip_noise_and_report_failures() -> None:
+    claude = parse_claude_stream([
+        "Welcome banner", '{"type": "system", "subtype": "init", "model": "m1"}',
+        '{"type": "assistant", "message": {"content": [{"type": "tool_use", "id": "a",'
+        ' "name": "Bash", "input": {"command": "ls"}}, {"type": "text", "text": "hi"}]}}',
+        '{"type": "user", "message": {"content": [{"type": "tool_result", "tool_use_id": "a",'
+        ' "content": [{"type": "text", "text": "x"}], "is_error": true}]}}',
+        '{"type": "result", "is_error": true, "result": "max turns", "usage": {}}'])
+    assert claude.model == "m1" and claude.errors == ["max turns"]
+    assert [(c.command, c.output, c.exit_code) for c in claude.commands] == [("ls", "x", 1)]
+    codex = parse_codex_json(['{"type": "turn.failed", "error": {"message": "quota"}}', "{bad"])
+    assert codex.errors == ["quota"] and not codex.commands

@@ -1,0 +1,26 @@
+import pytest
+from tests.analysis.analysis_helpers import REPO
+
+from fire_exp.analysis import load_plan
+from fire_exp.errors import InputError
+
+
+def test_default_and_demo_plans_load(plan):
+    assert plan.contrasts[0] == "real - sham" and plan.primary.cohort == "eligible"
+    assert plan.bootstrap.n_resamples == 10_000 and plan.permutation.n_resamples == 100_000
+    assert plan.cohorts == ["eligible", "silent", "all"]
+    assert load_plan(REPO / "analysis" / "demo.yaml").contrasts == plan.contrasts
+    assert len(plan.plan_hash()) == 64
+
+
+def test_errors_name_file_and_field(tmp_path):
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("name: x\nseed: 1\nprimary: {contrast: real-sham}\n")
+    with pytest.raises(InputError) as exc:
+        load_plan(bad)
+    assert exc.value.path == str(bad) and exc.value.field == "primary.contrast"
+    bad.write_text("name: x\nseed: 1\nprimary: {contrast: real - sham}\nbootstrap: {n: 3}\n")
+    with pytest.raises(InputError, match="bootstrap.n"):
+        load_plan(bad)
+    with pytest.raises(InputError, match="not found"):
+        load_plan(tmp_path / "missing.yaml")

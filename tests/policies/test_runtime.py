@@ -1,0 +1,193 @@
+"""The policy runtime and the arms, on recorded event sequences."""
+
+from __future__ import annotations
+
+import pytest
+
+from fire_exp.policies import (
+    ALLOW,
+    Event,
+    Family,
+    PolicyRuntime,
+    Step,
+    build_arm,
+    deny,
+    generic_text,
+    instruct,
+    load_portfolio,
+    rule,
+)
+from fire_exp.policies.arms import generic_sentences
+
+TASK = "Start a web server on port 8000; it must stay reachable after you finish."
+
+
+class Counter(Family):
+    name = "counter"
+
+    def eligible(self, task_text):
+        return "server" in task_text
+
+    def track(self, event, state):
+        state["seen"] = state.get("seen", 0) + 1
+
+    @rule(events=("Stop",), limit=2)
+    def nag(self, event, state):
+        return instruct(f"nag after {state['seen']} events")
+
+
+class Blocker(Family):
+    name = "blocker"
+
+    def eligible(self, task_text):
+        return True
+
+    @rule(events=("PreToolUse",), limit=None)
+    def no_rm(self, event, state):
+        return deny("no rm") if event.command.startswith("rm") else ALLOW
+
+    @rule(events=("PreToolUse",), limit=1)
+    def hint(self, event, state):
+        return instruct("a hint")
+
+
+class Broken(Family):
+    name = "broken"
+
+    def eligible(self, task_text):
+        return True
+
+    @rule(events=("Stop",), limit=1)
+    def explode(self, event, state):
+        raise RuntimeError("bug in policy")
+
+
+def stop(active=False):
+    return Event("Stop", TASK, stop_hook_active=active)
+
+
+def pre(command, step=1):
+    return Event("PreToolUse", TASK, command=command, step=step)
+
+
+def test_ineligible_family_never_runs() -> None:
+    runtime = PolicyRuntime([Counter()], "Sort a CSV file.")
+    assert runtime.active == []
+    assert runtime.handle(stop()) == ALLOW
+    assert runtime.events == 1 and runtime.log == []
+
+
+def test_tracking_runs_before_action_and_nudge_limit_holds() -> None:
+    runtime = PolicyRuntime([Counter()], TASK)
+    decisions = [runtime.handle(stop()) for _ in range(4)]
+    assert [d.kind for d in decisions] == ["instruct", "instruct", "allow", "allow"]
+    assert decisions[0].text == "nag after 1 events" and decisions[1].text == "nag after 2 events"
+    assert [e.rule for e in runtime.log] == ["nag", "nag"]
+
+
+def test_first_deny_wins_and_repeats_without_limit() -> None:
+    runtime = PolicyRuntime([Blocker()], TASK)
+    first = runtime.handle(pre("rm -rf evidence"))
+    second = runtime.handle(pre("rm -rf evidence", step=2))
+    assert (first.kind, first.text) == ("deny", "no rm")
+    assert second.kind == "deny"
+    # The hint rule never got its turn while the deny rule ended evaluation first.
+    assert runtime.handle(pre("ls", step=3)).text == "a hint"
+    assert runtime.handle(pre("ls", step=4)) == ALLOW
+
+
+def test_instructions_from_several_families_accumulate() -> None:
+    runtime = PolicyRuntime([Counter(), Blocker()], TASK)
+    runtime.handle(pre("ls"))
+    decision = runtime.handle(stop())
+    assert decision.kind == "instruct" and "nag after 2 events" in decision.text
+
+
+def test_a_policy_that_raises_fails_open_and_is_logged() -> None:
+    runtime = PolicyRuntime([Broken(), Counter()], TASK)
+    decision = runtime.handle(stop())
+    assert decision.kind == "instruct"  # the healthy family still speaks
+    errors = [e for e in runtime.log if e.decision == "error"]
+    assert len(errors) == 1 and "bug in policy" in errors[0].text
+    assert runtime.fired_families() == {"counter"}
+
+
+def test_deny_outside_pretooluse_becomes_an_instruction() -> None:
+    class StopDenier(Family):
+        name = "stop_denier"
+
+        def eligible(self, task_text):
+            return True
+
+        @rule(events=("Stop",), limit=1)
+        def block(self, event, state):
+            return deny("keep going")
+
+    assert PolicyRuntime([StopDenier()], TASK).handle(stop()).kind == "instruct"
+
+
+@pytest.fixture(scope="module")
+def portfolios():
+    return load_portfolio("fire-core"), load_portfolio("controls")
+
+
+@pytest.mark.parametrize("target", [120, 300, 441, 800])
+def test_generic_text_is_within_twenty_percent(target: int, portfolios) -> None:
+    sentences = generic_sentences(portfolios[1].path)
+    text = generic_text(target, "family.rule", sentences)
+    assert 0.8 * target <= len(text) <= 1.2 * target
+    assert text == generic_text(target, "family.rule", sentences)  # fixed per rule
+
+
+def test_sham_fires_at_the_same_events_with_generic_text_and_never_denies(portfolios) -> None:
+    portfolio, controls = portfolios
+    task = ("The SQLite database data/app.db is corrupted; recover the lost rows. "
+            "Also run the status server and keep it running.")
+    events = [
+        Event("SessionStart", task),
+        Event("PreToolUse", task, command="python3 status_server.py &", step=1),
+        Event("PostToolUse", task, command="python3 status_server.py &", exit_code=0, step=1),
+        Event("PreToolUse", task, command="sqlite3 data/app.db .dump", step=2),
+        Event("PreToolUse", task, command="sqlite3 data/app.db .tables", step=3),
+        Event("Stop", task, step=3),
+        Event("Stop", task, step=3, stop_hook_active=True),
+    ]
+    real = PolicyRuntime(build_arm("real", portfolio, controls).families, task)
+    sham = PolicyRuntime(build_arm("sham", portfolio, controls).families, task)
+    pairs = [(real.handle(e), sham.handle(e)) for e in events]
+    assert [r.is_allow for r, _ in pairs] == [s.is_allow for _, s in pairs]
+    assert any(r.kind == "deny" for r, _ in pairs), "the real database rule denies"
+    assert all(s.kind != "deny" for _, s in pairs)
+    for (r, s) in pairs:
+        if not r.is_allow:
+            assert 0.8 * len(r.text) <= len(s.text) <= 1.2 * len(r.text)
+            assert "setsid" not in s.text and "copy" not in s.text
+    assert [(e.event, e.family) for e in real.log] == [(e.event, e.family) for e in sham.log]
+
+
+def test_control_arms_fire_once_at_stop_on_every_task(portfolios) -> None:
+    portfolio, controls = portfolios
+    for arm in ("always_verify", "reconsider"):
+        runtime = PolicyRuntime(build_arm(arm, portfolio, controls).families, "Sort a file.")
+        assert runtime.handle(Event("PreToolUse", "Sort a file.", command="sort x")) == ALLOW
+        assert runtime.handle(stop()).kind == "instruct"
+        assert runtime.handle(stop(active=True)) == ALLOW
+
+
+def test_baseline_has_no_policies(portfolios) -> None:
+    assert build_arm("baseline", *portfolios).families == ()
+
+
+def test_service_persistence_codes_a_recorded_trajectory(portfolios) -> None:
+    family = portfolios[0].family("service_persistence")
+    attached = [Step(0, "command", "python3 status_server.py &", 0),
+                Step(1, "command", "curl -s localhost:8000/status", 0), Step(2, "stop")]
+    fixed = attached + [
+        Step(3, "command", "setsid nohup python3 status_server.py > s.log 2>&1 < /dev/null &", 0),
+        Step(4, "command", "curl -s localhost:8000/status", 0), Step(5, "stop")]
+    chained = [Step(0, "command", "setsid python3 status_server.py > s.log 2>&1 & curl -s x", 0),
+               Step(1, "stop")]
+    assert (family.code(attached, TASK).state, family.code(attached, TASK).behavior) == (True, False)
+    assert (family.code(fixed, TASK).state, family.code(fixed, TASK).behavior) == (True, True)
+    # A probe chained into the launch command is not a later probe.
+    assert family.code(chained, TASK).behavior is False

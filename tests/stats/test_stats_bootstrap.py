@@ -1,0 +1,79 @@
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from scipy import stats
+
+from fire_exp.stats import count_matrix_sums, paired_bootstrap, paired_t_interval
+
+
+def test_matches_scipy_percentile_paired_within_mc_error():
+    gen = np.random.default_rng(11)
+    x, y = gen.normal(0.6, 0.3, 40), gen.normal(0.5, 0.3, 40)
+    ours = paired_bootstrap({"d": x - y}, n_resamples=10_000, rng=np.random.default_rng(1))["d"]
+    ref = stats.bootstrap((x, y), lambda a, b, axis: np.mean(a - b, axis=axis), paired=True,
+                          vectorized=True, method="percentile", n_resamples=10_000,
+                          rng=np.random.default_rng(2))
+    tol = 5 * np.hypot(ours.mc_error, ours.mc_error) + 1e-3
+    assert ours.estimate == pytest.approx(np.mean(x - y), abs=1e-15)
+    assert abs(ours.ci_low - ref.confidence_interval.low) < tol
+    assert abs(ours.ci_high - ref.confidence_interval.high) < tol
+    assert ours.standard_error == pytest.approx(ref.standard_error, rel=0.05)
+
+
+@settings(max_examples=15, deadline=None)
+@given(st.integers(1, 700), st.integers(1, 25))
+def test_chunk_size_does_not_change_output(chunk, t):
+    x = np.random.default_rng(t).random((t, 3))
+    a = count_matrix_sums(x, n_resamples=701, rng=np.random.default_rng(5), chunk_size=chunk)
+    b = count_matrix_sums(x, n_resamples=701, rng=np.random.default_rng(5))
+    assert np.array_equal(a, b)
+
+
+def test_columns_share_resamples_and_adding_a_column_changes_nothing():
+    gen = np.random.default_rng(3)
+    cols = {"a": gen.random(20), "b": gen.random(20)}
+    one = paired_bootstrap(cols, n_resamples=2000, rng=np.random.default_rng(9))
+    more = paired_bootstrap({**cols, "c": gen.random(20)}, n_resamples=2000,
+                            rng=np.random.default_rng(9))
+    assert one["a"] == more["a"] and one["b"] == more["b"]
+
+
+def test_ratio_metric_is_ratio_of_sums():
+    num, den = np.array([1.0, 2.0, 3.0]), np.array([1.0, 0.0, 2.0])
+    r = paired_bootstrap({}, ratios={"cps": (num, den)}, n_resamples=500,
+                         rng=np.random.default_rng(0))["cps"]
+    assert r.estimate == pytest.approx(2.0)
+    assert r.ci_low <= 2.0 <= r.ci_high
+
+
+def test_missing_tasks_are_masked():
+    r = paired_bootstrap({"d": [1.0, np.nan, 0.0]}, n_resamples=500,
+                         rng=np.random.default_rng(0))["d"]
+    assert r.estimate == 0.5 and r.n_tasks == 2
+    assert np.isfinite(r.ci_low) and np.isfinite(r.ci_high)
+
+
+def test_degenerate_inputs_give_flagged_finite_results():
+    one = paired_bootstrap({"d": [0.5]}, n_resamples=100, rng=np.random.default_rng(0))["d"]
+    assert (one.ci_low, one.ci_high, one.method) == (0.5, 0.5, "degenerate")
+    zeros = paired_bootstrap({"d": np.zeros(9)}, n_resamples=100,
+                             rng=np.random.default_rng(0))["d"]
+    assert zeros.method == "degenerate" and zeros.ci_low == zeros.ci_high == 0.0
+    t = paired_t_interval([0.25])
+    assert (t.ci_low, t.ci_high, t.method) == (0.25, 0.25, "degenerate")
+
+
+def test_invalid_inputs_raise():
+    with pytest.raises(ValueError, match="same tasks"):
+        paired_bootstrap({"a": [1.0], "b": [1.0, 2.0]}, rng=np.random.default_rng(0))
+    with pytest.raises(ValueError, match="no observed task"):
+        paired_bootstrap({"a": [np.nan]}, rng=np.random.default_rng(0))
+
+
+def test_paired_t_matches_scipy():
+    d = np.random.default_rng(4).normal(0.1, 0.3, 12)
+    ours = paired_t_interval(d)
+    ref = stats.ttest_1samp(d, 0.0).confidence_interval(0.95)
+    assert ours.ci_low == pytest.approx(ref.low, abs=1e-12)
+    assert ours.ci_high == pytest.approx(ref.high, abs=1e-12)

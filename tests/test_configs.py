@@ -1,0 +1,73 @@
+"""Every config in configs/ composes and builds (so no config rots)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from hydra import compose, initialize_config_dir
+from omegaconf import OmegaConf
+
+from fire_exp.config import run_config_from_dict
+from fire_exp.errors import InputError
+from fire_exp.paths import CONFIG_DIR
+from fire_exp.registry import REGISTRY
+from fire_exp.runner.build import build_agent, build_panel
+
+
+def choices(group: str) -> list[str]:
+    return sorted(p.stem for p in (CONFIG_DIR / group).glob("*.yaml"))
+
+
+def compose_run(*overrides: str):
+    with initialize_config_dir(config_dir=str(CONFIG_DIR), version_base="1.3"):
+        cfg = compose("config", overrides=list(overrides))
+    return run_config_from_dict(OmegaConf.to_container(cfg, resolve=True))
+
+
+@pytest.mark.parametrize("panel", choices("panel"))
+def test_every_panel_builds(panel: str) -> None:
+    config = compose_run(f"panel={panel}")
+    built = build_panel(config)
+    assert len(built.schedule) == (len(built.tasks) * len(config.panel.arms)
+                                   * config.panel.attempts)
+    assert set(built.cohorts.values()) <= {"eligible", "silent"}
+
+
+@pytest.mark.parametrize("agent", choices("agent"))
+def test_every_agent_config_builds(agent: str) -> None:
+    config = compose_run(f"agent={agent}")
+    assert build_agent(config).name == config.agent.name
+
+
+@pytest.mark.parametrize("group", ["environment", "executor"])
+def test_every_environment_and_executor_is_registered(group: str) -> None:
+    for name in choices(group):
+        config = compose_run(f"{group}={name}")
+        component = getattr(config, group)
+        assert callable(REGISTRY.get(group, component.name))
+
+
+def test_overrides_reach_the_typed_config() -> None:
+    config = compose_run("seed=7", "executor.workers=1", "panel.attempts=1",
+                         "agent.tier=strong")
+    assert (config.seed, config.executor.params["workers"], config.panel.attempts,
+            config.agent.params["tier"]) == (7, 1, 1, "strong")
+    assert "strong" in config.run and "s7" in config.run
+
+
+@pytest.mark.parametrize(("override", "field"), [
+    ("panel.attempts=0", "attempts"),
+    ("panel.arms=[]", "arms"),
+    ("seed=abc", "seed"),
+    ("panel.suite=no-such-suite", "no-such-suite"),
+    ("agent.tier=genius", "genius"),
+])
+def test_bad_config_names_the_field(override: str, field: str) -> None:
+    with pytest.raises(InputError, match=field):
+        config = compose_run(override)
+        build_panel(config)
+
+
+def test_configs_dir_is_the_repository_one() -> None:
+    assert CONFIG_DIR == Path(__file__).resolve().parents[1] / "configs"
