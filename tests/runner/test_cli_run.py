@@ -7,12 +7,12 @@ import sys
 from pathlib import Path
 
 from hydra import compose, initialize_config_dir
-from runner_helpers import ROOT, cli
 
 from fire_exp.cli._hydra import to_run_config
 from fire_exp.cli.run import resume_command
 from fire_exp.paths import CONFIG_DIR
 from fire_exp.registry import REGISTRY
+from tests.runner.runner_helpers import ROOT, cli
 
 
 def test_resume_of_a_missing_run_is_refused(tmp_path: Path) -> None:

@@ -11,9 +11,9 @@ import signal
 from pathlib import Path
 
 import pytest
-from runner_helpers import cli, leftovers
 
 from fire_exp.records import read_records
+from tests.runner.runner_helpers import cli, leftovers
 
 # (write number, point) per killed invocation; each resume counts its own writes.
 CRASHES = ["1:before", "3:torn", "2:after", "4:after", "3:before", "2:torn", "5:torn"]

@@ -14,9 +14,8 @@ import sys
 import time
 from pathlib import Path
 
-from runner_helpers import ROOT, SMALL, cli_env, leftovers
-
 from fire_exp.records import read_records
+from tests.runner.runner_helpers import ROOT, SMALL, cli_env, leftovers
 
 
 def _wait_for(condition, timeout: float = 60.0) -> None:  # type: ignore[no-untyped-def]

@@ -15,12 +15,12 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from ray_cluster import Cluster, start_cluster
-from runner_helpers import ROOT, SMALL, cli, cli_env
 
 from fire_exp.records import Cause, read_records
 from fire_exp.runner.cleanup import attempt_processes
 from fire_exp.runner.ray_executor import scratch_root
+from tests.runner.ray_cluster import Cluster, start_cluster
+from tests.runner.runner_helpers import ROOT, SMALL, cli, cli_env
 
 pytestmark = [pytest.mark.ray, pytest.mark.slow]
 RAY_ENV = {"RAY_AUTH_MODE": "disabled"}  # a loopback test cluster: no token to share

@@ -5,7 +5,6 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from runner_helpers import run_config
 
 from fire_exp.errors import InputError
 from fire_exp.records import AttemptRecord, Cause, Lineage, read_records
@@ -14,6 +13,7 @@ from fire_exp.runner.panel import run_panel
 from fire_exp.runner.progress import PlainProgress
 from fire_exp.runner.replacement import ReplacementRule, owed_attempts, replacement_seed
 from fire_exp.runner.schedule import build_schedule
+from tests.runner.runner_helpers import run_config
 
 RULE = {"max_replacements": 2, "causes": ["environment_failed", "provider_failed",
                                           "harness_failed"]}

@@ -6,7 +6,6 @@ import dataclasses
 from pathlib import Path
 
 import numpy as np
-from runner_helpers import ScriptedAgent, run_config
 
 from fire_exp.records import Cause, read_records
 from fire_exp.runner.attempt import AttemptSpec, run_attempt
@@ -21,6 +20,7 @@ from fire_exp.runner.validity import (
     NO_POLICIES,
     check_attempt,
 )
+from tests.runner.runner_helpers import ScriptedAgent, run_config
 
 T = "csv-column-stats"
 
