@@ -6,6 +6,7 @@ from pathlib import Path
 
 import pytest
 
+from fire_exp.analysis.load import load_attempts
 from fire_exp.errors import InputError
 from fire_exp.records import AttemptRecord, Cause, Lineage, read_records
 from fire_exp.runner.build import build_panel
@@ -60,6 +61,13 @@ def test_chains_follow_the_rule(tmp_path: Path, script) -> None:  # type: ignore
         {(T, "real", 0)}
     assert result.replacements == {"real": 2, "sham": 2, "always_verify": 1}
     assert (tmp_path / "rt" / "t" / "attempts" / f"{T}/real/r0#2" / "logs").is_dir()
+    # the analysis keeps one row per cell: the first fair record of each chain, else the last
+    loaded = load_attempts(tmp_path / "rt" / "t")
+    rows = loaded.attempts.set_index("arm")
+    assert len(rows) == 5 and loaded.n_superseded == 5
+    assert not rows.loc["real", "no_fair_attempt"] and rows.loc["sham", "no_fair_attempt"]
+    assert rows.loc["always_verify", "cause"] == "" and rows.loc["baseline", "cause"] == \
+        "agent_timeout"
     # the run is complete: running it again owes nothing
     again = run_panel(panel, tmp_path / "rt" / "t",
                       progress=PlainProgress(0, open("/dev/null", "w")))
