@@ -1,16 +1,25 @@
-"""``fire-exp run panel=NAME [overrides]``: verify or freeze, run, analyse, report."""
+"""``fire-exp run panel=NAME [overrides]``: verify or freeze, run, analyse, report.
+
+``resume=RUN`` continues the run folder ``results/PANEL/RUN`` (same as ``run=RUN``, but
+refuses to start a new run when that folder does not exist). Ctrl-C or SIGTERM stops the
+attempts in flight, keeps every finished one, and prints the command that resumes.
+"""
 
 from __future__ import annotations
 
+import shlex
 import shutil
+import signal
 import sys
 from pathlib import Path
+from types import FrameType
 
 from fire_exp.cli._hydra import hydra_main
 from fire_exp.cli.freeze import default_prereg_path
 from fire_exp.config import RunConfig
+from fire_exp.errors import InputError
 from fire_exp.runner.build import Panel, build_panel
-from fire_exp.runner.panel import run_panel
+from fire_exp.runner.panel import RunResult, run_panel
 from fire_exp.runner.prereg import verify_manifest, write_manifest
 
 
@@ -31,30 +40,54 @@ def preregister(panel: Panel, run_dir: Path) -> str:
         verify_manifest(panel, in_run)
         return f"verified against {in_run}"
     if config.prereg:
-        from fire_exp.errors import InputError
-
         raise InputError(config.prereg, "<file>", "no such preregistration manifest",
                          f"freeze it first: fire-exp freeze panel={config.panel.name}")
     write_manifest(panel, in_run)
     return f"frozen at launch into {in_run} (no {frozen} was committed beforehand)"
 
 
-def _run(config: RunConfig) -> int:
+def resume_command(argv: list[str], run: str) -> str:
+    """The command line that resumes ``run`` with the same overrides."""
+    kept = [a for a in argv if not a.startswith(("run=", "resume="))]
+    return shlex.join(["fire-exp", "run", *kept, f"resume={run}"])
+
+
+def _summary(result: RunResult) -> str:
+    replaced = ", ".join(f"{arm} {n}" for arm, n in sorted(result.replacements.items()))
+    lines = [f"ran {result.ran} attempts in {result.seconds:.1f}s ({result.skipped} of "
+             f"{result.scheduled} scheduled attempts already finished); "
+             f"attempts: {result.attempts_path}",
+             f"replacements per arm: {replaced or 'none'}"]
+    if result.reaped:
+        lines.append(f"killed {result.reaped} leftover processes of the interrupted run")
+    return "\n".join(lines)
+
+
+def _terminate(signum: int, frame: FrameType | None) -> None:
+    raise KeyboardInterrupt  # SIGTERM stops a run as cleanly as Ctrl-C
+
+
+def _run(config: RunConfig, argv: list[str], resume: str | None) -> int:
     panel = build_panel(config)
     run_dir = Path(config.results_dir) / panel.name / config.run
+    if resume is not None and not run_dir.is_dir():
+        raise InputError(run_dir, "resume", f"no run {resume!r} of panel {panel.name!r}",
+                         "check resume=, panel= and results_dir=")
     status = preregister(panel, run_dir)
     print(f"panel {panel.name}: {len(panel.schedule)} attempts "
           f"({len(panel.tasks)} tasks x {len(panel.arms)} arms x {config.panel.attempts}); "
-          f"preregistration {status}", file=sys.stderr)
+          f"preregistration {status}; run folder {run_dir}", file=sys.stderr)
+    saved = signal.signal(signal.SIGTERM, _terminate)
     try:
         result = run_panel(panel, run_dir)
     except KeyboardInterrupt:
-        print(f"\ninterrupted: finished attempts are in {run_dir / 'attempts.jsonl'}; resume with"
-              f"\n  fire-exp run panel={panel.name} run={config.run} <same overrides>",
-              file=sys.stderr)
+        print(f"\ninterrupted: finished attempts are in {run_dir / 'attempts.jsonl'}; "
+              f"attempts in flight will run again. Resume with\n  "
+              f"{resume_command(argv, config.run)}", file=sys.stderr)
         return 130
-    print(f"ran {result.ran} attempts in {result.seconds:.1f}s "
-          f"({result.skipped} already finished); attempts: {result.attempts_path}")
+    finally:
+        signal.signal(signal.SIGTERM, saved)
+    print(_summary(result))
     if config.analyze:
         from fire_exp.report.summary import summarize_run
 
@@ -63,4 +96,13 @@ def _run(config: RunConfig) -> int:
 
 
 def main(argv: list[str]) -> int:
-    return hydra_main("run", argv, _run)
+    resumes = [a.split("=", 1)[1] for a in argv if a.startswith("resume=")]
+    runs = [a.split("=", 1)[1] for a in argv if a.startswith("run=")]
+    resume = resumes[-1] if resumes and resumes[-1] not in ("", "null") else None
+    if resume is not None:
+        if runs and runs[-1] != resume:
+            print(f"fire-exp run: error: run={runs[-1]} and resume={resume} disagree; "
+                  "give one of them", file=sys.stderr)
+            return 2
+        argv = [*argv, f"run={resume}"]
+    return hydra_main("run", argv, lambda config: _run(config, argv, resume))

@@ -1,25 +1,36 @@
-"""Runner: the schedule, attempts, the attempt store, executors, preregistration."""
+"""Runner: the schedule, attempts, the attempt store, executors, resume, replacement."""
 
 from fire_exp.runner.attempt import AttemptSpec, code_funnel, run_attempt
 from fire_exp.runner.build import Panel, build_panel
-from fire_exp.runner.executors import AttemptJob, LocalExecutor, execute
+from fire_exp.runner.executors import AttemptJob, Executor, LocalExecutor, execute
 from fire_exp.runner.panel import RunResult, run_panel
+from fire_exp.runner.progress import PlainProgress, RichProgress, make_progress
+from fire_exp.runner.replacement import ReplacementRule, owed_attempts
 from fire_exp.runner.schedule import ScheduledAttempt, attempt_seed, build_schedule
 from fire_exp.runner.store import AttemptStore
+from fire_exp.runner.validity import Validity, check_attempt
 
 __all__ = [
     "AttemptJob",
     "AttemptSpec",
     "AttemptStore",
+    "Executor",
     "LocalExecutor",
     "Panel",
+    "PlainProgress",
+    "ReplacementRule",
+    "RichProgress",
     "RunResult",
     "ScheduledAttempt",
+    "Validity",
     "attempt_seed",
     "build_panel",
     "build_schedule",
+    "check_attempt",
     "code_funnel",
     "execute",
+    "make_progress",
+    "owed_attempts",
     "run_attempt",
     "run_panel",
 ]

@@ -24,6 +24,7 @@ from fire_exp.environments.base import Environment, EnvironmentFailure, Verifier
 from fire_exp.policies.model import Family, Step
 from fire_exp.policies.runtime import PolicyRuntime
 from fire_exp.records import AttemptRecord, Cause, FamilyFunnel, Funnel, Timings, Usage
+from fire_exp.runner.validity import check_attempt
 
 
 @dataclass(frozen=True)
@@ -40,6 +41,14 @@ class AttemptSpec:
     order: int
     seed: int
     config_hash: str = ""
+
+
+# The agent phase never gave the model a fair attempt: nothing to verify.
+_NO_VERIFIER = (Cause.ENVIRONMENT_FAILED, Cause.HARNESS_FAILED, Cause.PROVIDER_FAILED)
+
+
+class _Cancelled(Exception):
+    """The run was interrupted before this attempt's environment started."""
 
 
 def now_iso() -> str:
@@ -118,7 +127,10 @@ def run_attempt(spec: AttemptSpec, env: Environment, agent: Agent, arm_families:
     outcome, cause, error = AgentOutcome(), None, None
     verifier: VerifierResult | None = None
     t_env = t_agent = t_ver = 0.0
+    interrupted = False
     try:
+        if env.cancelled.is_set():
+            raise _Cancelled
         try:
             env.start()
         except EnvironmentFailure as exc:
@@ -128,22 +140,26 @@ def run_attempt(spec: AttemptSpec, env: Environment, agent: Agent, arm_families:
             session = AgentSession(env, runtime, task.instruction, task.agent.timeout_sec)
             outcome, cause, error = _run_agent(agent, session, rng)
             t_agent = time.monotonic() - t0 - t_env
-            if env.cancelled.is_set():
-                cause, error = Cause.CANCELLED, "interrupted by the user"
-            elif cause not in (Cause.ENVIRONMENT_FAILED, Cause.HARNESS_FAILED,
-                               Cause.PROVIDER_FAILED):
+            if not env.cancelled.is_set() and cause not in _NO_VERIFIER:
                 env.end_agent_session()
                 verifier = env.run_verifier()  # runs after an agent timeout too
                 t_ver = time.monotonic() - t0 - t_env - t_agent
                 if cause is None and verifier.cause is not None:
                     cause, error = verifier.cause, verifier.message
+    except _Cancelled:
+        pass
     except EnvironmentFailure as exc:
         cause, error = Cause.ENVIRONMENT_FAILED, str(exc)
     except Exception as exc:  # noqa: BLE001 - a harness fault is recorded, not raised
         cause, error = Cause.HARNESS_FAILED, f"{type(exc).__name__}: {exc}\n" + \
             traceback.format_exc(limit=4)
     finally:
+        # Read before stop(): the driver sets the flag before it tears the box down, so
+        # whatever its teardown broke is marked cancelled, never scored.
+        interrupted = env.cancelled.is_set()
         env.stop()
+    if interrupted:
+        cause, error, verifier = Cause.CANCELLED, "interrupted by the user", None
     reward = verifier.reward if verifier is not None else None
     passed = reward is not None and reward >= 1.0
     trajectory = session.trajectory if session is not None else []
@@ -151,13 +167,15 @@ def run_attempt(spec: AttemptSpec, env: Environment, agent: Agent, arm_families:
                                         policy_arm=spec.arm != "baseline")
     _write_logs(env.attempt_dir, session, runtime, verifier)
     usage = outcome.usage if outcome.usage is not None else Usage()
+    validity = check_attempt(spec.arm, arm_families, runtime.events, agent_ran=session is not None)
     return AttemptRecord(
         run=spec.run, panel=spec.panel, attempt_id=spec.attempt_id, task=spec.task,
         task_digest=task.digest, cohort=spec.cohort,
         families=[f.family for f in family_funnel], arm=spec.arm, replicate=spec.replicate,
         order=spec.order, seed=spec.seed, agent=agent.name, tier=agent.tier,
         environment=env.name, reward=reward, passed=passed, cause=cause, error=error,
-        gave_up=outcome.gave_up, funnel=funnel, family_funnel=family_funnel,
+        gave_up=outcome.gave_up, valid=validity.valid, invalid_reason=validity.reason,
+        funnel=funnel, family_funnel=family_funnel,
         events=runtime.events, decisions=sum(1 for e in runtime.log if e.decision != "error"),
         n_commands=session.n_commands if session is not None else 0,
         timings=Timings(environment_s=round(t_env, 3), agent_s=round(t_agent, 3),

@@ -24,6 +24,7 @@ from fire_exp.paths import ANALYSIS_DIR
 from fire_exp.policies.arms import ArmPolicies, build_arm
 from fire_exp.policies.loader import Portfolio, load_portfolio
 from fire_exp.registry import REGISTRY
+from fire_exp.runner.replacement import ReplacementRule
 from fire_exp.runner.schedule import ScheduledAttempt, build_schedule
 from fire_exp.tasks.loader import load_task
 from fire_exp.tasks.model import Task
@@ -110,6 +111,7 @@ def build_panel(config: RunConfig) -> Panel:
     controls = load_portfolio(pc.controls)
     arms = {arm: build_arm(arm, portfolio, controls) for arm in pc.arms}
     build_agent(config)  # fail on a bad agent config now, not in the first attempt
+    ReplacementRule.from_config(pc.replacement, f"configs/panel/{pc.name}.yaml")
     REGISTRY.get("environment", config.environment.name)
     schedule = build_schedule(pc.tasks, pc.arms, pc.attempts, config.seed)
     return Panel(config=config, tasks=tasks, cohorts=dict(pc.tasks), portfolio=portfolio,

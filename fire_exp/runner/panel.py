@@ -1,26 +1,38 @@
-"""Layer 3: run a panel — schedule, executor, the attempt store, resume, progress.
+"""Layer 3: run a panel — schedule, executor, the attempt store, resume, replacement, progress.
 
 A run folder ``results/PANEL/RUN/`` holds ``prereg.json`` (the manifest the run was
-verified against), ``attempts.jsonl`` and ``attempts/TASK/ARM/rN/`` (each attempt's logs).
-Running into a folder that already has finished attempts resumes it: only scheduled
-attempts without a finished record run, in schedule order.
+verified against), ``attempts.jsonl`` and ``attempts/TASK/ARM/rN/`` (each attempt's logs;
+replacement ``k`` in ``rN#k``). Running into a folder that already has records resumes it:
+exactly the attempts the store does not show as finished run, in schedule order — the
+scheduled attempts without a record, and the replacements that written records name in
+``lineage.replaced_by``. Attempts that were in flight when the last run stopped (a
+``started`` line without a ``finished`` one) run again from a clean folder.
 """
 
 from __future__ import annotations
 
 import shutil
-import sys
 import time
-from collections import Counter
-from dataclasses import dataclass
+from collections import deque
+from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import TextIO
 
-from fire_exp.records import AttemptRecord, StartedRecord
+from fire_exp.records import AttemptRecord, Lineage, StartedRecord
 from fire_exp.registry import REGISTRY
 from fire_exp.runner.attempt import now_iso
 from fire_exp.runner.build import Panel
-from fire_exp.runner.executors import AttemptJob
+from fire_exp.runner.cleanup import deferred_interrupts, reap
+from fire_exp.runner.executors import AttemptJob, Executor, panel_digest
+from fire_exp.runner.progress import Progress, make_progress
+from fire_exp.runner.replacement import (
+    ReplacementRule,
+    owed_attempts,
+    replacement_id,
+    replacement_seed,
+    replacements_per_arm,
+    split_id,
+)
+from fire_exp.runner.schedule import ScheduledAttempt
 from fire_exp.runner.store import AttemptStore
 
 
@@ -31,60 +43,89 @@ class RunResult:
     run_dir: Path
     attempts_path: Path
     scheduled: int
-    ran: int
-    skipped: int  # already finished before this invocation (resume)
+    ran: int  # attempts run by this invocation, replacements included
+    skipped: int  # scheduled attempts already complete before this invocation (resume)
     seconds: float
+    replacements: dict[str, int] = field(default_factory=dict)  # per arm, whole run
+    reaped: int = 0  # leftover processes of an earlier, killed run that were killed
 
 
-class PlainProgress:
-    """One log line per finished attempt (the live display is used on a terminal)."""
-
-    def __init__(self, total: int, stream: TextIO = sys.stderr) -> None:
-        self.total, self.stream = total, stream
-        self.done = 0
-        self.passed: Counter[str] = Counter()
-        self.failed = 0
-        self.t0 = time.monotonic()
-
-    def finished(self, record: AttemptRecord) -> None:
-        self.done += 1
-        self.passed[record.arm] += int(record.passed)
-        cause = f" [{record.cause.value}]" if record.cause else ""
-        elapsed = time.monotonic() - self.t0
-        print(f"[{self.done}/{self.total}] {record.attempt_id}: reward={record.reward}"
-              f"{cause} ({record.timings.total_s:.1f}s; elapsed {elapsed:.0f}s)",
-              file=self.stream, flush=True)
+def job_for(panel: Panel, run_dir: Path, item: ScheduledAttempt, number: int = 0,
+            digest: str = "") -> AttemptJob:
+    """The job of scheduled attempt ``item`` (``number`` > 0: its replacement)."""
+    attempt_id = replacement_id(item.attempt_id, number)
+    item = replace(item, seed=replacement_seed(panel.config.seed, item, number))
+    rel = Path("attempts") / attempt_id
+    return AttemptJob(config=panel.config, item=item, attempt_id=attempt_id,
+                      attempt_dir=str((run_dir / rel).resolve()), log_dir=rel.as_posix(),
+                      panel_digest=digest)
 
 
-def job_for(panel: Panel, run_dir: Path, item_index: int) -> AttemptJob:
-    item = panel.schedule[item_index]
-    rel = Path("attempts") / item.task / item.arm / f"r{item.replicate}"
-    return AttemptJob(config=panel.config, item=item, attempt_id=item.attempt_id,
-                      attempt_dir=str((run_dir / rel).resolve()), log_dir=rel.as_posix())
+def _lineage(record: AttemptRecord, replaced: AttemptRecord | None,
+             successor: str | None) -> Lineage:
+    # cause: why this record is part of a chain — the cause of the attempt it replaces,
+    # or, for an original that is replaced, its own.
+    if replaced is not None:
+        cause = replaced.cause.value if replaced.cause else None
+    else:
+        cause = record.cause.value if successor and record.cause else None
+    return Lineage(replaces=replaced.attempt_id if replaced else None, replaced_by=successor,
+                   cause=cause)
 
 
-def run_panel(panel: Panel, run_dir: Path, progress: PlainProgress | None = None) -> RunResult:
-    """Run every scheduled attempt of ``panel`` that ``run_dir`` has not finished yet."""
+def run_panel(panel: Panel, run_dir: Path, progress: Progress | None = None,
+              executor: Executor | None = None) -> RunResult:
+    """Run every attempt of ``panel`` that ``run_dir`` does not have yet.
+
+    Raises:
+        KeyboardInterrupt: after the executor has stopped the attempts in flight; what
+            finished is in the store, what was in flight runs again on resume.
+        InputError: another process is running into ``run_dir``.
+    """
     t0 = time.monotonic()
-    store = AttemptStore(run_dir / "attempts.jsonl")
-    done = store.finished_ids()
-    jobs = [job_for(panel, run_dir, i) for i, item in enumerate(panel.schedule)
-            if item.attempt_id not in done]
-    progress = progress or PlainProgress(len(jobs))
-    executor_cfg = panel.config.executor
-    executor = REGISTRY.get("executor", executor_cfg.name)(**executor_cfg.params)
+    rule = ReplacementRule.from_config(panel.config.panel.replacement,
+                                       f"configs/panel/{panel.name}.yaml")
+    with AttemptStore(run_dir / "attempts.jsonl") as store:
+        reaped = reap(run_dir / "attempts")  # we hold the lock: these are a dead run's
+        owed = owed_attempts(panel.schedule, store.read().finished)
+        digest = panel_digest(panel)
+        queue = deque(job_for(panel, run_dir, o.item, o.number, digest) for o in owed)
+        replaces = {job.attempt_id: o.replaces for job, o in zip(queue, owed, strict=True)}
+        progress = progress or make_progress(len(queue))
+        if executor is None:
+            cfg = panel.config.executor
+            executor = REGISTRY.get("executor", cfg.name)(**cfg.params)
+        ran = 0
 
-    def on_start(job: AttemptJob) -> None:
-        # A stale folder from an interrupted attempt is replaced, never mixed in.
-        shutil.rmtree(job.attempt_dir, ignore_errors=True)
-        store.started(StartedRecord(run=panel.config.run, attempt_id=job.attempt_id,
-                                    task=job.item.task, arm=job.item.arm,
-                                    replicate=job.item.replicate, started_at=now_iso()))
+        def on_start(job: AttemptJob) -> None:
+            with deferred_interrupts():
+                # A stale folder from an interrupted attempt is replaced, never mixed in.
+                shutil.rmtree(job.attempt_dir, ignore_errors=True)
+                store.started(StartedRecord(run=panel.config.run, attempt_id=job.attempt_id,
+                                            task=job.item.task, arm=job.item.arm,
+                                            replicate=job.item.replicate,
+                                            started_at=now_iso()))
 
-    def on_done(job: AttemptJob, record: AttemptRecord) -> None:
-        store.finished(record)
-        progress.finished(record)
+        def on_done(job: AttemptJob, record: AttemptRecord) -> None:
+            nonlocal ran
+            with deferred_interrupts():
+                successor = rule.successor(record)
+                record = record.model_copy(update={"lineage": _lineage(
+                    record, replaces.pop(job.attempt_id, None), successor)})
+                store.finished(record)
+                ran += 1
+                if successor is not None:
+                    base = panel.schedule[job.item.position]
+                    queue.append(job_for(panel, run_dir, base, split_id(successor)[1], digest))
+                    replaces[successor] = record
+                    progress.add(1)
+            progress.finished(record)
 
-    executor.run(panel, jobs, on_start, on_done)
+        try:
+            executor.run(panel, queue, on_start, on_done)
+        finally:
+            progress.close()
+        counts = replacements_per_arm(store.read().finished)
     return RunResult(run_dir=run_dir, attempts_path=store.path, scheduled=len(panel.schedule),
-                     ran=len(jobs), skipped=len(done), seconds=time.monotonic() - t0)
+                     ran=ran, skipped=len(panel.schedule) - len(owed),
+                     seconds=time.monotonic() - t0, replacements=counts, reaped=len(reaped))

@@ -1,0 +1,101 @@
+"""What an interrupted or killed run leaves behind, and keeping interrupts out of writes.
+
+Every process an attempt starts carries ``FIRE_ATTEMPT=<marker>`` and ``FIRE_WORKDIR`` (its
+box's working folder) in its environment. A driver killed with SIGKILL cannot stop its
+attempts, so a resumed run first kills the processes whose working folder lies in its own
+run folder: it holds the run's lock, so none of them belongs to a live run.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from types import FrameType
+
+
+def attempt_processes(root: Path) -> dict[int, str]:
+    """Processes of this user whose ``FIRE_WORKDIR`` lies under ``root``: pid -> marker."""
+    prefix = str(root.resolve()) + os.sep
+    found: dict[int, str] = {}
+    for name in os.listdir("/proc"):
+        if not name.isdigit() or int(name) == os.getpid():
+            continue
+        try:
+            with open(f"/proc/{name}/environ", "rb") as fh:
+                env = dict(v.split(b"=", 1) for v in fh.read().split(b"\0") if b"=" in v)
+        except OSError:
+            continue
+        marker, workdir = env.get(b"FIRE_ATTEMPT"), env.get(b"FIRE_WORKDIR")
+        if marker is not None and workdir is not None and \
+                (workdir.decode(errors="replace") + os.sep).startswith(prefix):
+            found[int(name)] = marker.decode(errors="replace")
+    return found
+
+
+def owner_alive(marker: str) -> bool:
+    """Whether the process that made an attempt's marker still runs.
+
+    The local environment's marker is ``ATTEMPT.PID.OBJECT``; a marker of another shape
+    counts as owned by a live process (nothing is killed on a guess).
+    """
+    parts = marker.rsplit(".", 2)
+    if len(parts) != 3 or not parts[1].isdigit():
+        return True
+    try:
+        os.kill(int(parts[1]), 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def reap(root: Path, *, orphans_only: bool = False) -> list[int]:
+    """SIGKILL attempt processes working under ``root``; returns their ids.
+
+    Args:
+        root: a run folder, or a Ray worker's scratch folder.
+        orphans_only: kill only processes whose owner (the marker's pid) has died.
+    """
+    killed = []
+    for pid, marker in attempt_processes(root).items():
+        if orphans_only and owner_alive(marker):
+            continue
+        try:
+            os.kill(pid, signal.SIGKILL)
+            killed.append(pid)
+        except (ProcessLookupError, PermissionError):
+            pass
+    return killed
+
+
+@contextmanager
+def deferred_interrupts() -> Iterator[None]:
+    """Hold SIGINT/SIGTERM until the block ends, so a store write is never cut in two.
+
+    Outside the main thread (where Python runs signal handlers) this does nothing.
+    """
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    pending: list[signal.Signals] = []
+
+    def hold(signum: int, frame: FrameType | None) -> None:
+        pending.append(signal.Signals(signum))
+
+    saved = {sig: signal.signal(sig, hold) for sig in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        yield
+    finally:
+        for sig, handler in saved.items():
+            signal.signal(sig, handler)
+        if pending:
+            handler = saved[pending[0]]
+            if callable(handler):
+                handler(pending[0], None)
+            elif handler == signal.SIG_DFL:
+                signal.raise_signal(pending[0])

@@ -1,0 +1,209 @@
+"""The Ray executor: attempts as Ray tasks on a cluster's workers.
+
+Each attempt runs on some worker with that machine's own environment (its Docker, or a
+local folder): the job carries the typed config, and the worker builds the panel itself
+(:func:`~fire_exp.runner.executors.panel_for`), checks it against the driver's
+preregistered panel digest, and runs the attempt in a scratch folder. The record and the
+attempt's log folder (as a tar archive) stream back to the driver, which unpacks the logs
+into the run folder and then, alone, writes the store — so resume and analysis are the
+same as with the local pool.
+
+A worker or node that dies takes its attempt with it: Ray does not retry it
+(``max_retries=0``); the driver records a ``harness_failed`` attempt and the panel's
+frozen replacement rule decides whether it is replaced. Ctrl-C cancels the tasks in
+flight (each receives KeyboardInterrupt and stops its environment) and waits for them.
+
+Ray is imported here only, when the executor runs.
+"""
+
+from __future__ import annotations
+
+import io
+import os
+import shutil
+import tarfile
+import tempfile
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+from fire_exp.records import AttemptRecord, Cause
+from fire_exp.runner.build import Panel
+from fire_exp.runner.cleanup import reap
+from fire_exp.runner.executors import (
+    AttemptJob,
+    JobQueue,
+    OnDone,
+    OnStart,
+    execute,
+    harness_failure,
+)
+from fire_exp.runner.store import sync_tree
+
+CANCEL_WAIT_S = 60.0  # how long cancelled attempts may take to tear down their environment
+
+
+def scratch_root() -> Path:
+    """Where a worker runs its attempts (on the worker's machine)."""
+    return Path(tempfile.gettempdir()) / "fire-exp-ray"
+
+
+def _pack(folder: Path) -> bytes:
+    buffer = io.BytesIO()
+    with tarfile.open(fileobj=buffer, mode="w:gz") as tar:
+        if folder.is_dir():
+            tar.add(folder, arcname=".")
+    return buffer.getvalue()
+
+
+def _unpack(data: bytes, folder: Path) -> None:
+    shutil.rmtree(folder, ignore_errors=True)
+    folder.mkdir(parents=True)
+    with tarfile.open(fileobj=io.BytesIO(data), mode="r:gz") as tar:
+        tar.extractall(folder, filter="data")
+    sync_tree(folder)
+
+
+def ray_attempt(job: AttemptJob) -> tuple[dict[str, Any], bytes]:
+    """Run one attempt on this worker; returns its record (JSON) and its logs (tar.gz)."""
+    root = scratch_root()
+    root.mkdir(parents=True, exist_ok=True)
+    reap(root, orphans_only=True)  # processes of attempts whose worker died
+    scratch = Path(tempfile.mkdtemp(prefix=f"attempt-{os.getpid()}-", dir=root))
+    try:
+        local = scratch / "attempt"
+        # Drop the box (the agent's working copy) before packing: the logs go back.
+        record = execute(replace(job, attempt_dir=str(local)))
+        shutil.rmtree(local / "box", ignore_errors=True)
+        return record.model_dump(mode="json"), _pack(local)
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+
+
+def sweep_node() -> int:
+    """Kill what attempts of dead workers left on this node, remove their scratch folders;
+    returns how many processes were killed."""
+    root = scratch_root()
+    if not root.is_dir():
+        return 0
+    killed = reap(root, orphans_only=True)
+    for folder in root.glob("attempt-*-*"):
+        pid = folder.name.split("-")[1]
+        if pid.isdigit() and not _alive(int(pid)):
+            shutil.rmtree(folder, ignore_errors=True)
+    return len(killed)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+class RayExecutor:
+    """Attempts as Ray tasks.
+
+    Args:
+        address: a running cluster (``HOST:PORT`` or ``auto``); None starts a local Ray
+            for this run and shuts it down after.
+        workers: attempts in flight at once.
+        cpus_per_attempt: Ray CPUs each attempt reserves.
+    """
+
+    name = "ray"
+
+    def __init__(self, address: str | None = None, workers: int = 2,
+                 cpus_per_attempt: float = 1.0, **_: object) -> None:
+        if workers < 1:
+            raise ValueError("executor.workers must be at least 1")
+        self.address, self.workers, self.cpus = address, workers, cpus_per_attempt
+
+    def _connect(self, ray: Any) -> bool:
+        if ray.is_initialized():
+            return False
+        if self.address is None:
+            ray.init(num_cpus=max(1, int(self.workers * self.cpus + 0.999)),
+                     include_dashboard=False, log_to_driver=False,
+                     logging_level="WARNING")
+        else:
+            ray.init(address=self.address, log_to_driver=False, logging_level="WARNING")
+        return True
+
+    def run(self, panel: Panel, queue: JobQueue, on_start: OnStart, on_done: OnDone) -> None:
+        """Run the queue's jobs on the cluster, ``workers`` at a time."""
+        import ray
+
+        started_here = self._connect(ray)
+        remote = ray.remote(ray_attempt).options(num_cpus=self.cpus, max_retries=0,
+                                                 retry_exceptions=False)
+        running: dict[Any, AttemptJob] = {}
+        try:
+            while queue or running:
+                while queue and len(running) < self.workers:
+                    job = queue.popleft()
+                    on_start(job)
+                    running[remote.remote(job)] = job
+                ready, _ = ray.wait(list(running), num_returns=1, timeout=0.25)
+                for ref in ready:
+                    job = running.pop(ref)
+                    record = _collect(ray, ref, job, panel)
+                    if record is not None:
+                        on_done(job, record)
+            _sweep(ray)
+        except KeyboardInterrupt:
+            _abandon(ray, running, panel, on_done)
+            raise
+        finally:
+            if started_here:
+                ray.shutdown()
+
+
+def _collect(ray: Any, ref: Any, job: AttemptJob, panel: Panel) -> AttemptRecord | None:
+    """The attempt's record, its logs unpacked into the run folder; None if cancelled."""
+    digest = panel.tasks[job.item.task].digest
+    try:
+        record_json, logs = ray.get(ref)
+    except ray.exceptions.TaskCancelledError:
+        return None
+    except ray.exceptions.RayTaskError as exc:
+        return harness_failure(job, f"the Ray task failed: {exc}", task_digest=digest)
+    except ray.exceptions.RayError as exc:  # worker or node died, object lost
+        return harness_failure(job, f"the Ray worker was lost: {type(exc).__name__}: {exc}",
+                               task_digest=digest)
+    _unpack(logs, Path(job.attempt_dir))
+    return AttemptRecord.model_validate(record_json)
+
+
+def _abandon(ray: Any, running: dict[Any, AttemptJob], panel: Panel, on_done: OnDone) -> None:
+    """Cancel the tasks in flight, wait for them; record those that had finished."""
+    for ref in running:
+        ray.cancel(ref, force=False)  # KeyboardInterrupt in the task: it stops its env
+    pending = list(running)
+    while pending:
+        try:
+            _, pending = ray.wait(pending, num_returns=len(pending), timeout=CANCEL_WAIT_S)
+            break
+        except KeyboardInterrupt:
+            continue  # a second Ctrl-C: keep waiting, the attempts are stopping
+    for ref, job in running.items():
+        if ref in pending:
+            continue
+        record = _collect(ray, ref, job, panel)
+        if record is not None and record.cause is not Cause.CANCELLED:
+            on_done(job, record)  # it finished before it saw the interrupt
+    _sweep(ray)
+
+
+def _sweep(ray: Any) -> None:
+    """Run :func:`sweep_node` once on every live node of the cluster."""
+    from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
+
+    refs = [ray.remote(sweep_node).options(
+        num_cpus=0, max_retries=0,
+        scheduling_strategy=NodeAffinitySchedulingStrategy(node["NodeID"], soft=False)).remote()
+        for node in ray.nodes() if node.get("Alive")]
+    ray.wait(refs, num_returns=len(refs), timeout=30)

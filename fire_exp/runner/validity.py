@@ -1,0 +1,52 @@
+"""The validity guard: an attempt is scored under its arm only if the arm really ran.
+
+As in the FIRE runner: a policy-arm attempt whose policy runtime saw no events (the
+agent's hooks never reached it) or whose policies failed to load did not test the policy,
+and a baseline attempt that carries any policy configuration is not a baseline. Such
+attempts are kept as records with ``valid=False`` and a reason; the analysis leaves them
+out of scoring and counts them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from fire_exp.policies.model import Family
+
+BASELINE = "baseline"
+NO_EVENTS = "policy runtime saw no events"
+NO_POLICIES = "policies failed to load: the arm has no policy families"
+LOAD_FAILED = "policies failed to load"
+BASELINE_WITH_POLICY = "baseline attempt carries policy configuration"
+
+
+@dataclass(frozen=True)
+class Validity:
+    """The guard's verdict on one attempt."""
+
+    valid: bool = True
+    reason: str | None = None
+
+
+def check_attempt(arm: str, families: Sequence[Family], events: int, agent_ran: bool
+                  ) -> Validity:
+    """Judge one attempt.
+
+    Args:
+        arm: the attempt's arm.
+        families: the arm's families the attempt ran with.
+        events: policy events the runtime saw during the agent phase.
+        agent_ran: whether the agent phase started (an environment that never came up
+            leaves no events to judge; the replacement rule handles it).
+    """
+    if arm == BASELINE:
+        if families:
+            names = ", ".join(f.name for f in families)
+            return Validity(False, f"{BASELINE_WITH_POLICY} ({names})")
+        return Validity()
+    if not families:
+        return Validity(False, NO_POLICIES)
+    if agent_ran and events == 0:
+        return Validity(False, NO_EVENTS)
+    return Validity()

@@ -1,0 +1,152 @@
+"""A real two-node Ray cluster on loopback for tests: a head and a worker node.
+
+Both are ``ray start ... --block`` subprocesses in their own process groups, so teardown
+stops exactly the processes this test started (by process group id), not every Ray on
+the machine as ``ray stop`` would.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def _node_ports() -> list[str]:
+    return ["--node-manager-port", str(free_port()), "--object-manager-port",
+            str(free_port()), "--dashboard-agent-listen-port", str(free_port()),
+            "--dashboard-agent-grpc-port", str(free_port()), "--runtime-env-agent-port",
+            str(free_port()), "--metrics-export-port", str(free_port())]
+
+
+@dataclass
+class Cluster:
+    """Two ``ray start --block`` process groups; ``address`` for ``ray.init``."""
+
+    address: str
+    temp_dir: Path
+    procs: list[subprocess.Popen[bytes]] = field(default_factory=list)
+
+    def stop(self) -> None:
+        _stop_groups(self.procs)
+        for pid in self.leftovers():  # anything of ours that left its process group
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        shutil.rmtree(self.temp_dir, ignore_errors=True)
+
+    def leftovers(self) -> list[int]:
+        """Processes whose command line names this cluster's temp folder."""
+        found = []
+        for name in filter(str.isdigit, os.listdir("/proc")):
+            try:
+                with open(f"/proc/{name}/cmdline", "rb") as fh:
+                    if str(self.temp_dir).encode() in fh.read():
+                        found.append(int(name))
+            except OSError:
+                continue
+        return found
+
+    def descends(self, pid: int) -> bool:
+        """Whether ``pid`` is a process of this cluster (a descendant of its nodes)."""
+        ours = {p.pid for p in self.procs}
+        while pid > 1:
+            if pid in ours:
+                return True
+            try:
+                with open(f"/proc/{pid}/stat") as fh:
+                    pid = int(fh.read().rsplit(")", 1)[1].split()[1])
+            except (OSError, ValueError, IndexError):
+                return False
+        return False
+
+
+def _stop_groups(procs: list[subprocess.Popen[bytes]]) -> None:
+    """SIGTERM every node's process group (Ray drains), then SIGKILL what remains."""
+    for sig, wait in ((signal.SIGTERM, 40.0), (signal.SIGKILL, 10.0)):
+        for proc in procs:
+            try:
+                os.killpg(proc.pid, sig)
+            except ProcessLookupError:
+                pass
+        deadline = time.monotonic() + wait
+        for proc in procs:
+            try:
+                proc.wait(timeout=max(deadline - time.monotonic(), 0.1))
+            except subprocess.TimeoutExpired:
+                pass
+        if all(_group_gone(p.pid) for p in procs):
+            return
+        time.sleep(0.5)
+
+
+def _group_gone(pgid: int) -> bool:
+    try:
+        os.killpg(pgid, 0)
+    except ProcessLookupError:
+        return True
+    return False
+
+
+def start_cluster(env: dict[str, str]) -> Cluster:
+    """Start a head (1 CPU) and a worker node (1 CPU) on 127.0.0.1."""
+    temp = Path(tempfile.mkdtemp(prefix="rt", dir="/tmp"))  # short: socket paths
+    port = free_port()
+    cluster = Cluster(address=f"127.0.0.1:{port}", temp_dir=temp)
+    common = ["--num-cpus", "1", "--object-store-memory", str(100 * 1024**2),
+              "--disable-usage-stats", "--node-ip-address", "127.0.0.1", "--block"]
+    head = ["ray", "start", "--head", "--port", str(port), "--temp-dir", str(temp),
+            "--include-dashboard", "false", "--ray-client-server-port", str(free_port()),
+            *_node_ports(), *common]
+    worker = ["ray", "start", "--address", cluster.address, *_node_ports(), *common]
+    log = open(temp / "cluster.log", "ab")
+    try:
+        for command in (head, worker):
+            cluster.procs.append(subprocess.Popen(command, env=env, stdout=log,
+                                                  stderr=subprocess.STDOUT,
+                                                  start_new_session=True))
+            if command is head:
+                _wait_port(port, cluster)
+        _wait_nodes(cluster, env, 2)
+    except BaseException:
+        cluster.stop()
+        raise
+    return cluster
+
+
+def _wait_port(port: int, cluster: Cluster, timeout: float = 60) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if any(p.poll() is not None for p in cluster.procs):
+            raise RuntimeError(f"ray start exited; see {cluster.temp_dir}/cluster.log")
+        with socket.socket() as s:
+            if s.connect_ex(("127.0.0.1", port)) == 0:
+                return
+        time.sleep(0.2)
+    raise RuntimeError("the Ray head did not come up")
+
+
+def _wait_nodes(cluster: Cluster, env: dict[str, str], n: int, timeout: float = 90) -> None:
+    probe = ("import ray,sys; ray.init(address=sys.argv[1], logging_level='ERROR'); "
+             "print(sum(1 for x in ray.nodes() if x['Alive']))")
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        out = subprocess.run(["python", "-c", probe, cluster.address], env=env,
+                             capture_output=True, text=True, timeout=60)
+        if out.stdout.strip().isdigit() and int(out.stdout.strip()) >= n:
+            return
+        time.sleep(1)
+    raise RuntimeError("the Ray worker node did not join")

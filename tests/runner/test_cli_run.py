@@ -1,0 +1,55 @@
+"""``fire-exp run`` resume handling and the Ray executor's config, without running Ray."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+from hydra import compose, initialize_config_dir
+
+from fire_exp.cli._hydra import to_run_config
+from fire_exp.cli.run import resume_command
+from fire_exp.paths import CONFIG_DIR
+from fire_exp.registry import REGISTRY
+from tests.runner.runner_helpers import ROOT, cli
+
+
+def test_resume_of_a_missing_run_is_refused(tmp_path: Path) -> None:
+    proc = cli("resume=nothing-here", results=tmp_path)
+    assert proc.returncode == 2 and "no run 'nothing-here'" in proc.stderr
+
+
+def test_resume_reverifies_the_preregistration(tmp_path: Path) -> None:
+    rule = "+panel.replacement={max_replacements:1,causes:[provider_failed]}"
+    # "1:before": the driver dies at its first store write, after the preregistration step
+    first = cli("run=r", rule, results=tmp_path, env={"FIRE_EXP_CRASH_AT": "1:before"})
+    assert first.returncode < 0 and (tmp_path / "rt" / "r" / "prereg.json").is_file()
+    changed = cli("resume=r", results=tmp_path)  # the replacement rule is frozen
+    assert changed.returncode == 2 and "changed since freezing" in changed.stderr
+    assert "panel_config" in changed.stderr
+    same = cli("resume=r", rule, results=tmp_path, env={"FIRE_EXP_CRASH_AT": "1:before"})
+    assert same.returncode < 0, same.stderr  # verified, and got as far as the store
+
+
+def test_run_and_resume_must_agree(tmp_path: Path) -> None:
+    proc = cli("run=a", "resume=b", results=tmp_path)
+    assert proc.returncode == 2 and "disagree" in proc.stderr
+
+
+def test_resume_command_keeps_the_overrides() -> None:
+    assert resume_command(["panel=demo", "run=x", "seed=3", "panel.eligible=[a, b]"], "x") == \
+        "fire-exp run panel=demo seed=3 'panel.eligible=[a, b]' resume=x"
+
+
+def test_ray_config_builds_the_executor_without_importing_ray() -> None:
+    with initialize_config_dir(config_dir=str(CONFIG_DIR), version_base="1.3"):
+        cfg = compose(config_name="config", overrides=["executor=ray", "executor.workers=3"])
+    config = to_run_config(cfg)
+    executor = REGISTRY.get("executor", config.executor.name)(**config.executor.params)
+    assert (executor.name, executor.address, executor.workers) == ("ray", None, 3)
+    probe = ("import sys, fire_exp.runner.ray_executor, fire_exp.runner; "
+             "print('ray' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", probe], cwd=ROOT, capture_output=True,
+                         text=True, check=True)
+    assert out.stdout.strip() == "False"
