@@ -276,8 +276,7 @@ def test_service_persistence_probe_chained_into_the_launch_is_not_enough() -> No
 
 
 def test_exact_replacement_credential_variant_adds_the_placeholder_rule() -> None:
-    plain = task_text("replace-terms-exact")
-    variant = (plain + " Also replace every API key with the placeholder value `<API_KEY>`.")
+    plain, variant = task_text("replace-terms-exact"), task_text("sanitize-credentials")
     recording = [cmd("sed -i 's/colour/color/g' docs/guide.md"), cmd("diff -r a b"), STOP]
     plain_run = replay([family("exact_replacement")], plain, recording)
     assert plain_run.kinds() == [(0, "PreToolUse", "instruct")]
