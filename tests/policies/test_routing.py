@@ -32,6 +32,7 @@ def test_every_family_has_an_eligible_task() -> None:
     for family in table.families:
         assert table.tasks_of(family), f"{family} routes to no task"
     assert len(table.tasks_of("service_persistence")) >= 2
+    assert len(table.tasks_of("database_evidence")) >= 2
 
 
 class _Words(Family):
