@@ -1,0 +1,65 @@
+"""Token accounting: a subset token count must reconcile field subtotals to the total.
+
+Registered chain (FIRE Table 1): state — stop on a multi-field dataset token-count request
+without a reconciliation; intervention — instruct at stop to reconcile subset values,
+tokenizer and field subtotals; behavior — subtotals reconciled to the total.
+"""
+
+import re
+
+from fire_exp.policies import ALLOW, Coding, Family, instruct, rule
+
+COUNT = re.compile(r"\b(count|number of|total)\b[^.]{0,40}\btokens?\b|\btoken counts?\b", re.I)
+DATASET = re.compile(r"\b(dataset|corpus|jsonl|parquet|split|records?)\b", re.I)
+SUBSET = re.compile(r"\b(domains?|categor(y|ies)|splits?|labels?|subsets?)\b", re.I)
+TOKENIZER = re.compile(r"\btokeni[sz]er\b", re.I)
+# A reconciliation names its field subtotals (in the command or in what it printed).
+RECONCILE = re.compile(r"\bsubtotals?\b|\breconcil\w*", re.I)
+
+TEXT = (
+    "Before you report the count, write a reconciliation table: the distinct values the "
+    "subset field actually takes in the data and which of them you kept, the exact named "
+    "tokenizer you used, the token subtotal of every text field that contributes, and a check "
+    "that these subtotals add up to the integer you report. Fix the answer if they do not."
+)
+
+
+def _reconciles(command: str, output: str) -> bool:
+    return bool(RECONCILE.search(command) or RECONCILE.search(output))
+
+
+class TokenAccounting(Family):
+    name = "token_accounting"
+    description = "reconcile subset values, tokenizer and field subtotals before reporting"
+
+    def eligible(self, task_text):
+        return all(p.search(task_text) for p in (COUNT, DATASET, SUBSET, TOKENIZER))
+
+    def track(self, event, state):
+        if event.name == "PostToolUse" and event.exit_code == 0 \
+                and _reconciles(event.command, event.output):
+            state["reconciled"] = True
+        elif event.name == "PreToolUse":
+            state["worked"] = True
+
+    @rule(events=("Stop",), limit=1)
+    def reconcile_at_stop(self, event, state):
+        if state.get("worked") and not state.get("reconciled"):
+            return instruct(TEXT)
+        return ALLOW
+
+    def code(self, trajectory, task_text):
+        reconciled, risky = False, None
+        for step in trajectory:
+            if step.kind == "stop":
+                if risky is None:
+                    risky = not reconciled
+            elif not step.denied and step.exit_code == 0 \
+                    and _reconciles(step.command, step.output):
+                reconciled = True
+        if not any(s.kind == "command" for s in trajectory):
+            return Coding(state=False, behavior=None)
+        return Coding(state=not reconciled if risky is None else risky, behavior=reconciled)
+
+
+FAMILIES = [TokenAccounting()]
