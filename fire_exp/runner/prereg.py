@@ -20,6 +20,7 @@ from fire_exp.errors import InputError, PreregistrationError
 from fire_exp.runner.attempt import now_iso
 from fire_exp.runner.build import Panel
 from fire_exp.runner.schedule import schedule_digest
+from fire_exp.tasks.model import task_files
 
 FORMAT = "fire-exp-prereg/1"
 
@@ -55,6 +56,26 @@ def panel_hashes(panel: Panel) -> dict[str, dict[str, str]]:
     return items
 
 
+def task_file_hashes(path: Path) -> dict[str, str]:
+    """SHA-256 of each file of a task, so a refusal can name the file that changed."""
+    return {f.relative_to(path).as_posix(): hashlib.sha256(f.read_bytes()).hexdigest()
+            for f in task_files(path)}
+
+
+def _changed_task_file(manifest: dict[str, Any], name: str, path: Path) -> str | None:
+    """The first file of task ``name`` whose bytes differ from the manifest, if recorded."""
+    frozen = (manifest.get("task_files") or {}).get(name)
+    if not isinstance(frozen, dict):
+        return None
+    current = task_file_hashes(path)
+    for rel in sorted(set(frozen) | set(current)):
+        if frozen.get(rel) != current.get(rel):
+            state = "added" if rel not in frozen else "removed" if rel not in current else \
+                "changed"
+            return f"{path / rel} ({state})"
+    return None
+
+
 def build_manifest(panel: Panel) -> dict[str, Any]:
     return {
         "format": FORMAT,
@@ -65,6 +86,8 @@ def build_manifest(panel: Panel) -> dict[str, Any]:
         "config_hash": panel.config.config_hash(),
         "n_attempts": len(panel.schedule),
         "hashes": panel_hashes(panel),
+        "task_files": {name: task_file_hashes(task.path)
+                       for name, task in sorted(panel.tasks.items())},
         "schedule": [asdict(s) for s in panel.schedule],
     }
 
@@ -111,8 +134,11 @@ def verify_manifest(panel: Panel, path: Path) -> dict[str, Any]:
             raise PreregistrationError(
                 f"{path}: {key} ({old['path']}) was frozen but is no longer part of the panel")
         if old["sha256"] != new["sha256"]:
+            where = new["path"]
+            if key.startswith("task:"):
+                where = _changed_task_file(manifest, key[5:], Path(new["path"])) or where
             raise PreregistrationError(
-                f"{path}: {new['path']} changed since freezing ({key}): frozen sha256 "
+                f"{path}: {where} changed since freezing ({key}): frozen sha256 "
                 f"{old['sha256'][:16]}…, now {new['sha256'][:16]}…. Restore it, or re-freeze "
                 "the panel (a new preregistration) before running")
     return manifest

@@ -1,7 +1,7 @@
 import pytest
-from tests.analysis.analysis_helpers import REPO
 
 from fire_exp.analysis import load_plan
+from tests.analysis.analysis_helpers import REPO
 
 
 @pytest.fixture

@@ -2,11 +2,11 @@ import csv
 
 import numpy as np
 import pytest
-from tests.analysis.analysis_helpers import DATA
 
 from fire_exp.analysis.simulate import simulate_panel
 from fire_exp.cli import main as fire_exp
 from fire_exp.cli.analyze import main
+from tests.analysis.analysis_helpers import DATA
 
 FIXTURE = DATA / "fire_eligible_14x2.csv"
 

@@ -1,9 +1,9 @@
 import pytest
-from tests.analysis.analysis_helpers import make_record
 
 from fire_exp.analysis import load_attempts
 from fire_exp.errors import InputError
 from fire_exp.records import Cause, append_records
+from tests.analysis.analysis_helpers import make_record
 
 
 def _write_csv(path, text):

@@ -1,8 +1,8 @@
 import pytest
-from tests.analysis.analysis_helpers import REPO
 
 from fire_exp.analysis import load_plan
 from fire_exp.errors import InputError
+from tests.analysis.analysis_helpers import REPO
 
 
 def test_default_and_demo_plans_load(plan):

@@ -80,7 +80,7 @@ def test_a_changed_policy_source_is_refused(frozen) -> None:  # type: ignore[no-
 def test_a_changed_task_file_is_refused(frozen) -> None:  # type: ignore[no-untyped-def]
     task = frozen["suite"] / TASKS[1]
     flip_one_byte(task / "tests" / "check.py")
-    refused(frozen["overrides"], task)
+    refused(frozen["overrides"], task / "tests" / "check.py")
 
 
 def test_a_changed_analysis_plan_is_refused(frozen) -> None:  # type: ignore[no-untyped-def]
