@@ -9,6 +9,9 @@ from pathlib import Path
 
 import pytest
 
+from fire_exp.environments import session_host
+from fire_exp.runner.cleanup import attempt_processes
+
 REPO = Path(__file__).resolve().parents[1]
 
 
@@ -20,23 +23,9 @@ def run_cli(*args: str, cwd: Path | None = None, timeout: float = 600,
                           env=full_env, capture_output=True, text=True, timeout=timeout)
 
 
-def marked_pids(marker_prefix: str = "") -> list[int]:
-    """Live processes whose environment carries a FIRE_ATTEMPT marker (with a prefix)."""
-    needle = f"FIRE_ATTEMPT={marker_prefix}".encode()
-    found = []
-    for name in os.listdir("/proc"):
-        if not name.isdigit():
-            continue
-        try:
-            environ = Path(f"/proc/{name}/environ").read_bytes().split(b"\0")
-            stat = Path(f"/proc/{name}/stat").read_text()
-        except OSError:
-            continue
-        if stat[stat.rindex(")") + 2] in "ZX":
-            continue
-        if any(item.startswith(needle) for item in environ):
-            found.append(int(name))
-    return found
+def marked_pids(marker: str) -> list[int]:
+    """Live processes carrying ``FIRE_ATTEMPT=<marker>`` (one attempt's processes)."""
+    return [p for p in session_host.marked_processes(marker) if session_host.is_alive(p)]
 
 
 @pytest.fixture
@@ -46,16 +35,4 @@ def cli():
 
 def pids_working_under(root: Path) -> list[int]:
     """Live processes whose ``FIRE_WORKDIR`` lies under ``root`` (one test's attempts)."""
-    needle = f"FIRE_WORKDIR={root}".encode()
-    found = []
-    for name in os.listdir("/proc"):
-        if not name.isdigit():
-            continue
-        try:
-            environ = Path(f"/proc/{name}/environ").read_bytes().split(b"\0")
-            stat = Path(f"/proc/{name}/stat").read_text()
-        except OSError:
-            continue
-        if stat[stat.rindex(")") + 2] not in "ZX" and any(e.startswith(needle) for e in environ):
-            found.append(int(name))
-    return found
+    return [p for p in attempt_processes(root) if session_host.is_alive(p)]

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from fire_exp.environments.images import LABEL
+from fire_exp.environments.session_host import is_alive
 
 
 @dataclass
@@ -36,15 +37,7 @@ def owner_alive(labels: dict[str, str]) -> bool:
         pid = int(labels.get(f"{LABEL}.owner-pid", ""))
     except ValueError:
         return False
-    if pid == os.getpid():
-        return True
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
+    return pid == os.getpid() or is_alive(pid)
 
 
 def cleanup(client: Any, *, everything: bool = False, images: bool = False,

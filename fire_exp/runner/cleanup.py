@@ -16,6 +16,8 @@ from contextlib import contextmanager
 from pathlib import Path
 from types import FrameType
 
+from fire_exp.environments.session_host import is_alive
+
 
 def attempt_processes(root: Path) -> dict[int, str]:
     """Processes of this user whose ``FIRE_WORKDIR`` lies under ``root``: pid -> marker."""
@@ -45,13 +47,7 @@ def owner_alive(marker: str) -> bool:
     parts = marker.rsplit(".", 2)
     if len(parts) != 3 or not parts[1].isdigit():
         return True
-    try:
-        os.kill(int(parts[1]), 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
+    return is_alive(int(parts[1]))
 
 
 def reap(root: Path, *, orphans_only: bool = False) -> list[int]:

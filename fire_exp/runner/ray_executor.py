@@ -27,6 +27,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+from fire_exp.environments.session_host import is_alive
 from fire_exp.records import AttemptRecord, Cause
 from fire_exp.runner.build import Panel
 from fire_exp.runner.cleanup import reap
@@ -89,18 +90,9 @@ def sweep_node() -> int:
     killed = reap(root, orphans_only=True)
     for folder in root.glob("attempt-*-*"):
         pid = folder.name.split("-")[1]
-        if pid.isdigit() and not _alive(int(pid)):
+        if pid.isdigit() and not is_alive(int(pid)):
             shutil.rmtree(folder, ignore_errors=True)
     return len(killed)
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
     return True
 
 
