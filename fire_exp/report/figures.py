@@ -1,4 +1,10 @@
-"""Figures in one print-readable style (matplotlib, Agg backend)."""
+"""Figures in one print-readable style (matplotlib, Agg backend).
+
+Every figure is written as ``.png`` (200 dpi) and ``.pdf``: pass rate per arm (FIRE
+Figure 1), the funnel per arm, pass^k against k per arm, and a task × arm heatmap.
+Colours are Okabe–Ito; each arm also has its own marker so a greyscale print still
+tells the arms apart.
+"""
 
 from __future__ import annotations
 
@@ -9,20 +15,43 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import pandas as pd  # noqa: E402
+from matplotlib.figure import Figure  # noqa: E402
 
 ARM_ORDER = ["real", "sham", "always_verify", "reconsider", "baseline"]
 ARM_LABELS = {"real": "real policy", "sham": "triggered sham", "always_verify": "always verify",
               "reconsider": "reconsider", "baseline": "baseline"}
 # Okabe–Ito colours: distinguishable in colour-blind vision and in greyscale print.
 COHORT_STYLE = {"eligible": ("o", "#0072B2"), "silent": ("s", "#E69F00"), "all": ("D", "#555555")}
+ARM_STYLE = {"real": ("o", "#0072B2"), "sham": ("s", "#D55E00"),
+             "always_verify": ("^", "#009E73"), "reconsider": ("D", "#CC79A7"),
+             "baseline": ("v", "#000000")}
+_EXTRA = [("P", "#E69F00"), ("X", "#56B4E9"), ("*", "#F0E442"), ("h", "#999999")]
 
 STYLE = {"font.size": 9, "axes.titlesize": 10, "axes.labelsize": 9, "legend.fontsize": 8,
          "axes.spines.top": False, "axes.spines.right": False, "savefig.dpi": 200}
 
 
 def arms_in_order(arms: list[str]) -> list[str]:
+    """The paper's arm order, then any other arm alphabetically."""
     known = [a for a in ARM_ORDER if a in arms]
     return known + sorted(a for a in arms if a not in known)
+
+
+def arm_style(arm: str, arms: list[str]) -> tuple[str, str]:
+    """(marker, colour) of an arm; arms outside the paper's five cycle through extras."""
+    if arm in ARM_STYLE:
+        return ARM_STYLE[arm]
+    others = [a for a in arms if a not in ARM_STYLE]
+    return _EXTRA[others.index(arm) % len(_EXTRA)] if arm in others else _EXTRA[0]
+
+
+def save(fig: Figure, out: Path) -> list[Path]:
+    """Write ``fig`` as ``out.png`` and ``out.pdf`` and close it."""
+    paths = [out.with_suffix(".png"), out.with_suffix(".pdf")]
+    for path in paths:
+        fig.savefig(path)
+    plt.close(fig)
+    return paths
 
 
 def pass_rate_figure(pass_rates: pd.DataFrame, out: Path, cohorts: tuple[str, ...] =
@@ -60,8 +89,4 @@ def pass_rate_figure(pass_rates: pd.DataFrame, out: Path, cohorts: tuple[str, ..
         ax.legend(loc="lower left", frameon=False)
         ax.set_title("Pass rate per arm (dashed: baseline)")
         fig.tight_layout()
-        paths = [out.with_suffix(".png"), out.with_suffix(".pdf")]
-        for path in paths:
-            fig.savefig(path)
-        plt.close(fig)
-    return paths
+        return save(fig, out)
