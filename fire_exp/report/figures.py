@@ -86,7 +86,8 @@ def pass_rate_figure(pass_rates: pd.DataFrame, out: Path, cohorts: tuple[str, ..
         ax.set_xticks(range(len(arms)), [ARM_LABELS.get(a, a) for a in arms], rotation=15)
         ax.set_ylabel("pass rate (%), 95 % CI")
         ax.set_ylim(-3, 103)
-        ax.legend(loc="lower left", frameon=False)
-        ax.set_title("Pass rate per arm (dashed: baseline)")
+        ax.legend(loc="lower center", bbox_to_anchor=(0.5, 1.0), ncol=len(cohorts),
+                  frameon=False)
+        ax.set_title("Pass rate per arm (dashed: baseline)", pad=18)
         fig.tight_layout()
         return save(fig, out)

@@ -49,10 +49,10 @@ def funnel_figure(funnel: pd.DataFrame, out: Path, cohort: str) -> list[Path]:
         ax.set_xticks(x, [f"{ARM_LABELS.get(a, a)}\nn = {int(f.loc[a, 'attempts'])}"
                           for a in arms])
         ax.set_ylabel("share of attempts (%)")
-        ax.set_ylim(0, 115)
+        ax.set_ylim(0, 106)
         ax.set_yticks(range(0, 101, 20))
-        ax.legend(ncol=4, loc="upper center", frameon=False, bbox_to_anchor=(0.5, 1.0))
-        ax.set_title(f"Funnel per arm, {cohort} tasks (numbers: attempts)")
+        ax.legend(ncol=4, loc="lower center", frameon=False, bbox_to_anchor=(0.5, 1.0))
+        ax.set_title(f"Funnel per arm, {cohort} tasks (numbers: attempts)", pad=20)
         fig.tight_layout()
         return save(fig, out)
 
@@ -64,19 +64,21 @@ def pass_k_figure(pass_k: pd.DataFrame, out: Path, cohort: str) -> list[Path]:
     k_max = int(pk["k"].max())
     with plt.rc_context(STYLE):
         fig, ax = plt.subplots(figsize=(4.8, 3.2))
-        for arm in arms:
+        for i, arm in enumerate(arms):
             g = pk[pk["arm"] == arm].sort_values("k")
             marker, colour = arm_style(arm, arms)
-            ax.plot(g["k"], g["pass_hat_k_pct"], marker=marker, color=colour,
+            # A small horizontal dodge keeps arms with equal values visible.
+            dodge = (i - (len(arms) - 1) / 2) * 0.03
+            ax.plot(g["k"] + dodge, g["pass_hat_k_pct"], marker=marker, color=colour,
                     label=ARM_LABELS.get(arm, arm), lw=1.2, markersize=5)
         n = int(pk["n_tasks"].max())
         ax.set_xticks(range(1, k_max + 1))
         ax.set_xlim(0.7, k_max + 0.3)
         ax.set_xlabel("k (attempts that must all pass)")
-        ax.set_ylabel("pass^k (% of tasks)")
+        ax.set_ylabel("pass$^k$ (% of tasks)")
         ax.set_ylim(0, 103)
         ax.legend(frameon=False, loc="center left", bbox_to_anchor=(1.0, 0.5))
-        ax.set_title(f"pass^k per arm, {cohort} tasks (n = {n} tasks)")
+        ax.set_title(f"pass$^k$ per arm, {cohort} tasks (n = {n} tasks)")
         fig.tight_layout()
         return save(fig, out)
 
@@ -124,7 +126,7 @@ def heatmap_figure(attempts: pd.DataFrame, out: Path, cohorts: list[str]) -> lis
             start += size
         for spine in ax.spines.values():
             spine.set_visible(False)
-        bar = fig.colorbar(im, ax=ax, fraction=0.08, pad=0.12)
+        bar = fig.colorbar(im, ax=ax, fraction=0.06, pad=0.1)
         bar.set_label("share of attempts passed")
         ax.set_title("Per-task success (passed / attempts)")
         fig.tight_layout()
