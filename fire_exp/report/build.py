@@ -97,7 +97,7 @@ def _figures(inp: ReportInputs, out: Path) -> list[Path]:
     paths = pass_rate_figure(res.pass_rates, out / "fig_pass_rates",
                              tuple(c for c in ("eligible", "silent")
                                    if c in set(res.pass_rates["cohort"])) or ("all",))
-    if not res.funnel.empty:
+    if not res.funnel.empty and res.funnel[["state", "fired", "behavior"]].to_numpy().any():
         paths += funnel_figure(res.funnel, out / "fig_funnel", inp.main_cohort)
     if not res.pass_k.empty:
         paths += pass_k_figure(res.pass_k, out / "fig_pass_k", suite_cohort(inp))

@@ -100,8 +100,7 @@ def heatmap_figure(attempts: pd.DataFrame, out: Path, cohorts: list[str]) -> lis
     height = min(9.0, 1.4 + 0.18 * n_tasks) if n_tasks <= _HEATMAP_LABELS else 6.0
     with plt.rc_context(STYLE):
         fig, ax = plt.subplots(figsize=(2.2 + 0.75 * len(arms), height))
-        cmap = plt.get_cmap("cividis").copy()
-        cmap.set_bad("#dddddd")
+        cmap = plt.get_cmap("cividis").with_extremes(bad="#dddddd")
         im = ax.imshow(np.ma.masked_invalid(rate), aspect="auto", cmap=cmap, vmin=0, vmax=1,
                        interpolation="nearest")
         ax.set_xticks(range(len(arms)), [ARM_LABELS.get(a, a) for a in arms], rotation=30,

@@ -100,13 +100,17 @@ def _nan(x: object) -> bool:
 def fmt_num(x: object, digits: int = 1) -> str:
     """A number with fixed decimals, ``–`` for missing.
 
-    >>> fmt_num(25.0), fmt_num(float("nan")), fmt_num(-3.571, 2)
-    ('25.0', '–', '-3.57')
+    >>> fmt_num(25.0), fmt_num(float("nan")), fmt_num(-3.571, 2), fmt_num(-6.25), fmt_num(5, 0)
+    ('25.0', '–', '-3.57', '-6.3', '5')
     """
     if _nan(x):
         return "–"
     value = float(x)  # type: ignore[arg-type]
-    text = f"{value:.{digits}f}"
+    if not math.isfinite(value):
+        return str(value)
+    # Half away from zero, as the paper prints 6.25 → 6.3 (Python's format is half-even).
+    text = str(Decimal(repr(value)).quantize(Decimal(1).scaleb(-digits),
+                                             rounding=ROUND_HALF_UP))
     return text[1:] if text.startswith("-") and float(text) == 0 else text
 
 
