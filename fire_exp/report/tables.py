@@ -94,7 +94,7 @@ def contrasts_table(inp: ReportInputs) -> ReportTable:
             cells += [fmt_num(r["estimate_pp"]), fmt_ci(r["ci_low_pp"], r["ci_high_pp"]), p]
         if len(cells) > 1 and any(x != "–" for x in cells[1:]):
             rows.append(tuple(cells))
-    data = c.loc[keep]
+    data = c.loc[sorted(keep)]  # the analysis' own order
     notes = [f"Δ: mean paired difference of per-task pass rates, points; 95 % percentile "
              f"interval from {inp.plan.bootstrap.n_resamples:,} task-level bootstrap resamples.",
              f"p: two-sided paired sign-flip test over tasks ({_method_note(data)}).",
