@@ -36,7 +36,7 @@ def main(argv: list[str] | None = None) -> int:
     from fire_exp.records import append_records
 
     mapping = load_mapping(args.map) if args.map else ArmMapping(
-        field=args.arm_from, default_cohort=args.cohort)
+        arm_from=args.arm_from, default_cohort=args.cohort)
     records, skipped = import_harbor(args.jobs, mapping, args.run or args.jobs[0].name)
     if not records:
         raise InputError(args.map or "--arm-from", "arms", "no trial matched any arm pattern",

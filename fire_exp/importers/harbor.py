@@ -22,7 +22,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 import yaml
 
@@ -32,7 +32,6 @@ from fire_exp.records import AttemptRecord, Cause, Timings, Usage
 __all__ = ["ArmMapping", "HarborTrial", "cause_for", "import_harbor", "load_mapping",
            "read_trials"]
 
-Field = Literal["job", "trial", "agent", "model"]
 FIELDS: tuple[str, ...] = ("job", "trial", "agent", "model")
 
 # Harbor exception types → fire-exp causes; names not listed are matched by keyword below.
@@ -71,7 +70,7 @@ class ArmMapping:
     """How trials map to arms and tasks to cohorts.
 
     Attributes:
-        field: what the patterns match: ``job`` (folder name), ``trial``, ``agent``, ``model``.
+        arm_from: what the patterns match: ``job`` (folder name), ``trial``, ``agent``, ``model``.
         arms: ``(pattern, arm)`` pairs, fnmatch patterns tried in order; the first match
             wins. Empty: the field's value itself is the arm.
         cohorts: task name → cohort.
@@ -79,7 +78,7 @@ class ArmMapping:
         pass_threshold: a reward at or above it passes.
     """
 
-    field: str = "job"
+    arm_from: str = "job"
     arms: tuple[tuple[str, str], ...] = ()
     cohorts: dict[str, str] = field(default_factory=dict)
     default_cohort: str = "all"
@@ -87,7 +86,7 @@ class ArmMapping:
 
     def arm(self, values: dict[str, str]) -> str | None:
         """The arm of a trial (None when no pattern matches)."""
-        value = values.get(self.field, "")
+        value = values.get(self.arm_from, "")
         if not self.arms:
             return value or None
         return next((arm for pattern, arm in self.arms if fnmatch.fnmatchcase(value, pattern)),
