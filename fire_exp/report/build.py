@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from fire_exp.analysis import AnalysisPlan, AnalysisResult, analyze, load_attempts, load_plan
+from fire_exp.analysis.load import loaded_from_records
 from fire_exp.errors import InputError
 from fire_exp.records import ReadResult, RecordsFileError, read_records
 from fire_exp.report.accounting import (
@@ -126,7 +127,7 @@ def build_report(run: Path | str, plan: AnalysisPlan | Path | str,
         run / "report" if run.is_dir() else run.parent / f"{run.stem}-report")
     read = _read(path)
     prereg = read_prereg(path.parent / "prereg.json")
-    loaded = load_attempts(path)
+    loaded = load_attempts(path) if read is None else loaded_from_records(read, path)
     if loaded.attempts.empty:
         raise InputError(path, "<attempts>", "no finished, valid attempt to report yet",
                          "wait for the first attempt to finish")

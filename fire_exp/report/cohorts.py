@@ -45,21 +45,19 @@ def tasks_table(inp: ReportInputs) -> ReportTable:
     att = inp.loaded.attempts
     agg = aggregate_tasks(att, by=("cohort", "task", "arm"))
     arms = inp.arms
-    succ = agg.pivot_table(index=["cohort", "task"], columns="arm", values="successes",
-                           aggfunc="first")
-    n = agg.pivot_table(index=["cohort", "task"], columns="arm", values="attempts",
-                        aggfunc="first")
-    cost = agg.groupby(["cohort", "task"])["cost_usd"].sum()
     order = [c for c in inp.plan.cohorts if c in set(agg["cohort"])]
     order += sorted(set(agg["cohort"]) - set(order))
+    agg = agg.assign(cell=agg["successes"].astype(int).astype(str) + "/"
+                     + agg["attempts"].astype(int).astype(str))
+    cells = agg.pivot(index=["cohort", "task"], columns="arm", values="cell").reindex(
+        columns=arms).fillna("–")
+    cost = agg.groupby(["cohort", "task"])["cost_usd"].sum()
     rows, rules = [], []
     for cohort in order:
-        for task in sorted(succ.loc[cohort].index):
-            cells = []
-            for arm in arms:
-                s, k = succ.loc[(cohort, task)].get(arm), n.loc[(cohort, task)].get(arm)
-                cells.append("–" if pd.isna(k) else f"{int(s)}/{int(k)}")
-            rows.append((task, cohort, *cells, fmt_num(cost.loc[(cohort, task)], 2)))
+        part = cells.loc[cohort].sort_index()
+        spent = cost.loc[cohort]
+        rows += [(task, cohort, *vals, fmt_num(spent[task], 2))
+                 for task, vals in zip(part.index, part.itertuples(index=False), strict=True)]
         rules.append(len(rows) - 1)
     data = agg[["cohort", "task", "arm", "attempts", "successes", "pass_rate", "cost_usd",
                 "agent_seconds"]].reset_index(drop=True)
