@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import pandas as pd
-
 from fire_exp.report.render import ReportTable, fmt_ci, fmt_num, fmt_p
 from fire_exp.report.tables import ReportInputs, arm_label, contrast_label
 from fire_exp.stats import aggregate_tasks

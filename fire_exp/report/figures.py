@@ -8,7 +8,9 @@ tells the arms apart.
 
 from __future__ import annotations
 
+import contextlib
 from pathlib import Path
+from typing import Any
 
 import matplotlib
 
@@ -27,7 +29,7 @@ ARM_STYLE = {"real": ("o", "#0072B2"), "sham": ("s", "#D55E00"),
              "baseline": ("v", "#000000")}
 _EXTRA = [("P", "#E69F00"), ("X", "#56B4E9"), ("*", "#F0E442"), ("h", "#999999")]
 
-STYLE = {"font.size": 9, "axes.titlesize": 10, "axes.labelsize": 9, "legend.fontsize": 8,
+STYLE: dict[str, Any] = {"font.size": 9, "axes.titlesize": 10, "axes.labelsize": 9, "legend.fontsize": 8,
          "axes.spines.top": False, "axes.spines.right": False, "savefig.dpi": 200}
 
 
@@ -35,6 +37,11 @@ def arms_in_order(arms: list[str]) -> list[str]:
     """The paper's arm order, then any other arm alphabetically."""
     known = [a for a in ARM_ORDER if a in arms]
     return known + sorted(a for a in arms if a not in known)
+
+
+def styled() -> contextlib.AbstractContextManager[None]:
+    """The one style every report figure is drawn in."""
+    return plt.rc_context(STYLE)  # type: ignore[arg-type]
 
 
 def arm_style(arm: str, arms: list[str]) -> tuple[str, str]:
@@ -65,7 +72,7 @@ def pass_rate_figure(pass_rates: pd.DataFrame, out: Path, cohorts: tuple[str, ..
     """
     rows = pass_rates[pass_rates["cohort"].isin(cohorts)]
     arms = arms_in_order(list(rows["arm"].unique()))
-    with plt.rc_context(STYLE):
+    with styled():
         fig, ax = plt.subplots(figsize=(5.2, 3.0))
         offsets = {c: (i - (len(cohorts) - 1) / 2) * 0.22 for i, c in enumerate(cohorts)}
         for cohort in cohorts:

@@ -8,10 +8,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 
-from fire_exp.report.figures import ARM_LABELS, STYLE, arm_style, arms_in_order, plt, save
+from fire_exp.report.figures import ARM_LABELS, arm_style, arms_in_order, save, styled
 
 __all__ = ["funnel_figure", "heatmap_figure", "pass_k_figure"]
 
@@ -34,7 +35,7 @@ def funnel_figure(funnel: pd.DataFrame, out: Path, cohort: str) -> list[Path]:
     arms = arms_in_order(list(f.index))
     x = np.arange(len(arms))
     width = 0.2
-    with plt.rc_context(STYLE):
+    with styled():
         fig, ax = plt.subplots(figsize=(6.4, 3.2))
         for i, (col, label, colour, hatch) in enumerate(_STAGES):
             n = f.loc[arms, col].to_numpy(dtype=float)
@@ -62,7 +63,7 @@ def pass_k_figure(pass_k: pd.DataFrame, out: Path, cohort: str) -> list[Path]:
     pk = pass_k[pass_k["cohort"] == cohort]
     arms = arms_in_order(list(pk["arm"].unique()))
     k_max = int(pk["k"].max())
-    with plt.rc_context(STYLE):
+    with styled():
         fig, ax = plt.subplots(figsize=(4.8, 3.2))
         for i, arm in enumerate(arms):
             g = pk[pk["arm"] == arm].sort_values("k")
@@ -98,7 +99,7 @@ def heatmap_figure(attempts: pd.DataFrame, out: Path, cohorts: list[str]) -> lis
     rate = (succ / cnt).to_numpy(dtype=float)
     n_tasks = len(index)
     height = min(9.0, 1.4 + 0.18 * n_tasks) if n_tasks <= _HEATMAP_LABELS else 6.0
-    with plt.rc_context(STYLE):
+    with styled():
         fig, ax = plt.subplots(figsize=(2.2 + 0.75 * len(arms), height))
         cmap = plt.get_cmap("cividis").with_extremes(bad="#dddddd")
         im = ax.imshow(np.ma.masked_invalid(rate), aspect="auto", cmap=cmap, vmin=0, vmax=1,

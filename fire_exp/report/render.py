@@ -8,9 +8,9 @@ while the Markdown and LaTeX stay readable.
 from __future__ import annotations
 
 import math
-from decimal import ROUND_HALF_UP, Decimal
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from decimal import ROUND_HALF_UP, Decimal
 from pathlib import Path
 
 import pandas as pd

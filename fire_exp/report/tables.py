@@ -183,7 +183,7 @@ def near_miss_table(inp: ReportInputs) -> ReportTable:
                                 **_near_miss_counts(g, "state", "behavior", "passed")})
         rules.append(len(records) - 1)
     for r in records:
-        rows.append((r["family"].replace("_", " "), arm_label(r["arm"]),
+        rows.append((str(r["family"]).replace("_", " "), arm_label(str(r["arm"])),
                      fmt_int(r["passed_in_state"]), fmt_int(r["near_miss"]),
                      fmt_int(r["uncoded"]),
                      fmt_num(r["near_miss_pct"]) if r["passed_in_state"] else "–"))

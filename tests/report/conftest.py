@@ -1,8 +1,8 @@
 import pytest
-from tests.report.helpers import ANALYSIS_DATA, DEMO_RUN, REPO
 
 from fire_exp.analysis import load_plan
 from fire_exp.report.build import build_report
+from tests.report.helpers import ANALYSIS_DATA, DEMO_RUN, REPO
 
 
 @pytest.fixture(scope="session")

@@ -5,6 +5,7 @@ from __future__ import annotations
 import shutil
 
 import pandas as pd
+
 from tests.conftest import run_cli
 from tests.report.helpers import DEMO_RUN, REPO
 

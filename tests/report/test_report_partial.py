@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import pandas as pd
-from tests.conftest import run_cli
-from tests.report.helpers import REPO, panel_records, write_prereg
 
 from fire_exp.records import StartedRecord, append_records
 from fire_exp.report.build import build_report
+from tests.conftest import run_cli
+from tests.report.helpers import REPO, panel_records, write_prereg
 
 
 def _run(tmp_path, finished, started=(), scheduled=None):

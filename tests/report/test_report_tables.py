@@ -5,7 +5,6 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 import pytest
-from tests.report.helpers import ANALYSIS_DATA, DEMO_RUN
 
 from fire_exp.analysis import analyze, load_attempts
 from fire_exp.stats import (
@@ -18,6 +17,7 @@ from fire_exp.stats import (
     task_matrix,
     transition_table,
 )
+from tests.report.helpers import ANALYSIS_DATA, DEMO_RUN
 
 TABLES = ["contrasts", "funnel", "funnel_family", "near_miss", "suite", "transitions",
           "interaction", "tasks", "reliability", "accounting", "prereg"]
