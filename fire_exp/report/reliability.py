@@ -70,7 +70,9 @@ def reliability_table(inp: ReportInputs) -> ReportTable:
         rec: dict[str, object] = {"arm": arm, "n_tasks": int(curve["n_tasks"].iloc[0])}
         for k in range(1, k_max + 1):
             rec[f"pass_hat_{k}_pct"] = float(curve["pass_hat_k_pct"].get(k, np.nan))
-        rec["consistency"] = float(curve["consistency"].iloc[0])
+        # An arm with fewer attempts on some task has a shorter curve: no pass^K to divide.
+        rec["consistency"] = float(curve["consistency"].iloc[0]) \
+            if int(curve.index.max()) == k_max else np.nan
         for r in reps:
             rec[f"pass1_replicate_{r}_pct"] = 100 * trial.get(r, np.nan)
         rec["pass1_pstd_pct"] = 100 * float(np.std(values, ddof=0)) if values.size else np.nan

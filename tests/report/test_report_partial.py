@@ -35,6 +35,11 @@ def test_fewer_finished_than_scheduled_is_partial(tmp_path, fast_plan):
         assert tex.read_text().splitlines()[1].startswith("% partial: 40 of 54"), tex
     acc = pd.read_csv(report.out / "accounting.csv").set_index("arm")
     assert acc.loc["total", "scheduled"] == 54 and acc.loc["total", "scored"] == 40
+    # sham has one attempt on task-4: its curve stops at k = 1, no consistency ratio
+    rel = pd.read_csv(report.out / "reliability.csv").set_index("arm")
+    assert pd.isna(rel.loc["sham", "consistency"]) and pd.isna(rel.loc["sham", "pass_hat_3_pct"])
+    assert rel.loc["real", "consistency"] > 0
+    assert "lack 3 attempts" in (report.out / "transitions.md").read_text()
 
 
 def test_started_without_finished_is_partial_even_without_prereg(tmp_path, fast_plan):
