@@ -158,6 +158,10 @@ def test_reliability_equals_stats(demo_report):
                                                                              expected.c)
     assert rel.loc["real", "mcnemar_p"] == pytest.approx(expected.p_value)
     assert rel.loc["real", "mcnemar_strata"] == 2
+    # Δ pass^K with every task at K attempts: the difference of the arms' pass^K
+    delta = rel.loc["real", "pass_hat_2_pct"] - rel.loc["baseline", "pass_hat_2_pct"]
+    assert rel.loc["real", "delta_pass_all_pp"] == pytest.approx(delta)
+    assert rel.loc["real", "delta_ci_low_pp"] <= delta <= rel.loc["real", "delta_ci_high_pp"]
 
 
 def test_accounting_and_prereg_of_demo_run(demo_report):
