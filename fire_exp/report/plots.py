@@ -93,6 +93,10 @@ def heatmap_figure(attempts: pd.DataFrame, out: Path, cohorts: list[str]) -> lis
     order += sorted(set(attempts["cohort"]) - set(order))
     index = [(c, t) for c in order for t in sorted(set(attempts.loc[
         attempts["cohort"] == c, "task"]))]
+    if len(index) > _HEATMAP_LABELS:
+        # Unlabelled rows: sort by mean success within each cohort so structure shows.
+        mean = attempts.groupby(["cohort", "task"])["passed"].mean()
+        index = sorted(index, key=lambda ct: (order.index(ct[0]), -mean[ct], ct[1]))
     succ = agg["sum"].unstack("arm").reindex(index=pd.MultiIndex.from_tuples(index),
                                              columns=arms)
     cnt = agg["count"].unstack("arm").reindex(index=succ.index, columns=arms)
@@ -110,7 +114,7 @@ def heatmap_figure(attempts: pd.DataFrame, out: Path, cohorts: list[str]) -> lis
             ax.set_yticks(range(n_tasks), [t for _, t in index], fontsize=7)
         else:
             ax.set_yticks([])
-            ax.set_ylabel(f"{n_tasks} tasks")
+            ax.set_ylabel(f"{n_tasks} tasks, by mean success within cohort")
         if n_tasks <= _HEATMAP_CELLS:
             for (i, j), v in np.ndenumerate(rate):
                 if not np.isnan(v):
