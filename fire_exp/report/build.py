@@ -7,7 +7,7 @@ Reads only the attempts file, the analysis plan and (when present) the run's
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -35,8 +35,9 @@ from fire_exp.report.tables import (
     funnel_table,
     near_miss_table,
 )
+from fire_exp.report.tiers import tier_label, tiers_table
 
-__all__ = ["Report", "TABLE_BUILDERS", "attempts_path", "build_report"]
+__all__ = ["Report", "TABLE_BUILDERS", "attempts_path", "build_report", "build_tier_report"]
 
 TABLE_BUILDERS: tuple[Callable[[ReportInputs], ReportTable], ...] = (
     contrasts_table, funnel_table, family_funnel_table, near_miss_table, suite_table,
@@ -53,6 +54,8 @@ class Report:
         figures: every figure file (.png and .pdf).
         status: whether the run was finished.
         result: the analysis the tables come from.
+        tier: the run's agent tier (or the run's name when records name none or several).
+        reference: the arm the suite compares with.
     """
 
     out: Path
@@ -60,6 +63,12 @@ class Report:
     figures: tuple[Path, ...]
     status: RunStatus
     result: AnalysisResult
+    tier: str = ""
+    reference: str = "baseline"
+
+    def table(self, name: str) -> ReportTable:
+        """One table by file stem."""
+        return next(t for t in self.tables if t.name == name)
 
     def summary(self) -> str:
         """What the terminal shows: a partial-run note, the contrasts and the files."""
@@ -146,4 +155,27 @@ def build_report(run: Path | str, plan: AnalysisPlan | Path | str,
         head + "\n".join(t.markdown() for t in tables) + "\n# Figures\n\n"
         + "".join(f"![{p.stem}]({p.name})\n\n" for p in figures if p.suffix == ".png"),
         encoding="utf-8")
-    return Report(out, tuple(tables), tuple(figures), status, inp.result)
+    name = run.name if run.is_dir() else run.stem
+    return Report(out, tuple(tables), tuple(figures), status, inp.result,
+                  tier_label(read, name), inp.reference)
+
+
+def build_tier_report(runs: Sequence[Path | str], plan: AnalysisPlan | Path | str,
+                      out: Path | str) -> tuple[list[Report], Path]:
+    """Report several runs (one per agent tier) into ``out/<tier>/`` and ``out/tiers.*``.
+
+    Raises:
+        InputError: as ``build_report``, or two runs with the same tier label.
+    """
+    out = Path(out)
+    reports: list[Report] = []
+    for run in map(Path, runs):
+        tier = tier_label(_read(attempts_path(run)), run.name if run.is_dir() else run.stem)
+        if any(r.tier == tier for r in reports):
+            raise InputError(run, "tier", f"a second run of tier '{tier}'",
+                             "report runs of different tiers together")
+        reports.append(build_report(run, plan, out / tier))
+    partial = "; ".join(f"{r.tier}: {r.status.message}" for r in reports if r.status.partial)
+    table = tiers_table([(r.tier, r.table("suite")) for r in reports], reports[0].reference)
+    write_table(table, out, partial)
+    return reports, out / "tiers.md"

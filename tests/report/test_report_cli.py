@@ -6,6 +6,7 @@ import shutil
 
 import pandas as pd
 
+from fire_exp.report.latex import check_tex
 from tests.conftest import run_cli
 from tests.report.helpers import DEMO_RUN, REPO
 
@@ -44,3 +45,33 @@ def test_report_errors_name_the_file(tmp_path):
     bad.write_text('{"schema_version": 1, "kind": "finished"}\n')
     proc = run_cli("report", str(bad), "--plan", "demo", cwd=REPO)
     assert proc.returncode == 2 and "line 1" in proc.stderr
+
+
+def _tier_run(folder, tier):
+    folder.mkdir(parents=True)
+    text = (DEMO_RUN / "attempts.jsonl").read_text()
+    (folder / "attempts.jsonl").write_text(text.replace('"tier":"mid"', f'"tier":"{tier}"'))
+    return folder
+
+
+def test_several_runs_compare_tiers(tmp_path):
+    weak, strong = _tier_run(tmp_path / "a", "weak"), _tier_run(tmp_path / "b", "strong")
+    out = tmp_path / "out"
+    proc = run_cli("report", str(weak), str(strong), "--plan", "demo", "--out", str(out),
+                   cwd=REPO)
+    assert proc.returncode == 0, proc.stderr
+    tiers = pd.read_csv(out / "tiers.csv")
+    assert list(dict.fromkeys(tiers["tier"])) == ["weak", "strong"]
+    suite = pd.read_csv(out / "weak" / "suite.csv")
+    mine = tiers[tiers["tier"] == "weak"].drop(columns=["tier", "cost_change_pct"])
+    pd.testing.assert_frame_equal(mine.reset_index(drop=True), suite, check_exact=True)
+    base = suite.set_index("arm")["total_cost_usd"]
+    change = tiers.set_index(["tier", "arm"]).loc[("weak", "real"), "cost_change_pct"]
+    assert change == 100 * (base["real"] / base["baseline"] - 1)
+    assert (out / "strong" / "contrasts.tex").is_file()
+    assert check_tex((out / "tiers.tex").read_text()) == []
+    same = run_cli("report", str(weak), str(weak), "--plan", "demo", "--out",
+                   str(tmp_path / "o2"), cwd=REPO)
+    assert same.returncode == 2 and "second run of tier 'weak'" in same.stderr
+    no_out = run_cli("report", str(weak), str(strong), "--plan", "demo", cwd=REPO)
+    assert no_out.returncode == 2 and "--out" in no_out.stderr
