@@ -181,6 +181,8 @@ def _seconds(trial: HarborTrial, phase: str | None) -> float:
 def _record(trial: HarborTrial, arm: str, replicate: int, mapping: ArmMapping,
             run: str) -> AttemptRecord:
     reward = trial.get("verifier_result", "rewards", "reward")
+    if reward is None:  # older Harbor results hold the reward directly
+        reward = trial.get("verifier_result", "reward")
     reward = None if reward is None else float(reward)
     exc_type = trial.get("exception_info", "exception_type")
     cause = cause_for(exc_type) or (Cause.VERIFIER_FAILED if reward is None else None)

@@ -61,6 +61,12 @@ def save(fig: Figure, out: Path) -> list[Path]:
     return paths
 
 
+def _span(values: pd.Series) -> str:
+    """``12`` when every arm has the same count, ``10–12`` when a partial run differs."""
+    low, high = int(values.min()), int(values.max())
+    return str(low) if low == high else f"{low}–{high}"
+
+
 def pass_rate_figure(pass_rates: pd.DataFrame, out: Path, cohorts: tuple[str, ...] =
                      ("eligible", "silent")) -> list[Path]:
     """FIRE's Figure 1: pass rate per arm with 95 % task-bootstrap intervals, per cohort.
@@ -83,8 +89,8 @@ def pass_rate_figure(pass_rates: pd.DataFrame, out: Path, cohorts: tuple[str, ..
                 continue
             marker, colour = COHORT_STYLE.get(cohort, ("o", "black"))
             err = [sub["pass_rate_pct"] - sub["ci_low_pct"], sub["ci_high_pct"] - sub["pass_rate_pct"]]
-            label = f"{cohort} ({int(sub['n_tasks'].iloc[0])} tasks, " \
-                    f"{int(sub['attempts'].iloc[0])} attempts/arm)"
+            label = f"{cohort} ({_span(sub['n_tasks'])} tasks, " \
+                    f"{_span(sub['attempts'])} attempts/arm)"
             ax.errorbar(xs, sub["pass_rate_pct"], yerr=err, fmt=marker, color=colour, capsize=3,
                         markersize=6, label=label)
             if "baseline" in sub.index:

@@ -102,7 +102,7 @@ def heatmap_figure(attempts: pd.DataFrame, out: Path, cohorts: list[str]) -> lis
     cnt = agg["count"].unstack("arm").reindex(index=succ.index, columns=arms)
     rate = (succ / cnt).to_numpy(dtype=float)
     n_tasks = len(index)
-    height = min(9.0, 1.4 + 0.18 * n_tasks) if n_tasks <= _HEATMAP_LABELS else 6.0
+    height = min(9.0, max(3.2, 1.4 + 0.18 * n_tasks)) if n_tasks <= _HEATMAP_LABELS else 6.0
     with styled():
         fig, ax = plt.subplots(figsize=(2.2 + 0.75 * len(arms), height))
         cmap = plt.get_cmap("cividis").with_extremes(bad="#dddddd")
@@ -132,6 +132,6 @@ def heatmap_figure(attempts: pd.DataFrame, out: Path, cohorts: list[str]) -> lis
             spine.set_visible(False)
         bar = fig.colorbar(im, ax=ax, fraction=0.06, pad=0.1)
         bar.set_label("share of attempts passed")
-        ax.set_title("Per-task success (passed / attempts)")
+        ax.set_title(f"Per-task success (passed / attempts; {n_tasks} tasks)")
         fig.tight_layout()
         return save(fig, out)
