@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import pandas as pd
 import pytest
 
@@ -121,6 +123,15 @@ def test_arm_from_agent_and_unmatched_trials(tmp_path):
     assert {r.cohort for r in records} == {"all"} and not skipped
     only, skipped = import_harbor([job], ArmMapping(arm_from="agent", arms=(("claude*", "real"),)))
     assert [r.arm for r in only] == ["real"] and len(skipped) == 1
+
+
+def test_older_flat_verifier_reward(tmp_path):
+    folder = harbor_trial(tmp_path / "job", "a", 0, reward=None)
+    result = json.loads((folder / "result.json").read_text())
+    result["verifier_result"] = {"reward": 1.0}
+    (folder / "result.json").write_text(json.dumps(result))
+    (record,), _ = import_harbor([tmp_path / "job"], ArmMapping(arm_from="job"))
+    assert record.reward == 1.0 and record.passed and record.cause is None
 
 
 def test_bad_inputs_name_the_file(tmp_path):
