@@ -98,8 +98,10 @@ def contrasts_table(inp: ReportInputs) -> ReportTable:
     notes = [f"Δ: mean paired difference of per-task pass rates, points; 95 % percentile "
              f"interval from {inp.plan.bootstrap.n_resamples:,} task-level bootstrap resamples.",
              f"p: two-sided paired sign-flip test over tasks ({_method_note(data)}).",
-             f"† primary contrast (on {inp.plan.primary.cohort}); in parentheses: "
-             "Holm-adjusted across the secondary contrasts within a cohort."]
+             f"† primary contrast (on {inp.plan.primary.cohort})"
+             + ("; in parentheses: Holm-adjusted across the secondary contrasts within a "
+                "cohort." if inp.plan.multiplicity.method == "holm" else
+                "; no multiplicity adjustment (plan: none).")]
     if (data["n_tasks"] < 30).any():
         notes.append("Fewer than 30 tasks: percentile intervals under-cover; paired t "
                      "intervals are in contrasts.csv (t_ci_low_pp, t_ci_high_pp).")
