@@ -17,9 +17,10 @@ import numpy as np
 import pandas as pd
 
 from fire_exp.errors import InputError
-from fire_exp.records import AttemptRecord, RecordsFileError, read_records
+from fire_exp.records import AttemptRecord, ReadResult, RecordsFileError, read_records
 
-__all__ = ["ATTEMPT_COLUMNS", "LoadedAttempts", "load_attempts", "normalize_frame"]
+__all__ = ["ATTEMPT_COLUMNS", "LoadedAttempts", "load_attempts", "loaded_from_records",
+           "normalize_frame"]
 
 KEY = ["task", "arm", "replicate"]
 ATTEMPT_COLUMNS = [*KEY, "cohort", "reward", "passed", "cost_usd", "agent_seconds",
@@ -94,6 +95,11 @@ def _load_jsonl(path: Path) -> LoadedAttempts:
     except RecordsFileError as exc:
         raise InputError(exc.path, f"line {exc.line}, field '{exc.field}'",
                          str(exc).split(": ", 2)[-1], "fix or remove that line") from exc
+    return loaded_from_records(read, path)
+
+
+def loaded_from_records(read: ReadResult, path: Path | str) -> LoadedAttempts:
+    """Score records already read from ``path`` (the report reads the file only once)."""
     valid = [r for r in read.finished if r.valid]
     chosen, superseded = _select_chains(valid)
     rows = [_record_row(r, nf) for r, nf in chosen]

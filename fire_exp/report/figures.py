@@ -1,28 +1,70 @@
-"""Figures in one print-readable style (matplotlib, Agg backend)."""
+"""Figures in one print-readable style (matplotlib, Agg backend).
+
+Every figure is written as ``.png`` (200 dpi) and ``.pdf``: pass rate per arm (FIRE
+Figure 1), the funnel per arm, pass^k against k per arm, and a task × arm heatmap.
+Colours are Okabe–Ito; each arm also has its own marker so a greyscale print still
+tells the arms apart.
+"""
 
 from __future__ import annotations
 
+import contextlib
 from pathlib import Path
+from typing import Any
 
 import matplotlib
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import pandas as pd  # noqa: E402
+from matplotlib.figure import Figure  # noqa: E402
 
 ARM_ORDER = ["real", "sham", "always_verify", "reconsider", "baseline"]
 ARM_LABELS = {"real": "real policy", "sham": "triggered sham", "always_verify": "always verify",
               "reconsider": "reconsider", "baseline": "baseline"}
 # Okabe–Ito colours: distinguishable in colour-blind vision and in greyscale print.
 COHORT_STYLE = {"eligible": ("o", "#0072B2"), "silent": ("s", "#E69F00"), "all": ("D", "#555555")}
+ARM_STYLE = {"real": ("o", "#0072B2"), "sham": ("s", "#D55E00"),
+             "always_verify": ("^", "#009E73"), "reconsider": ("D", "#CC79A7"),
+             "baseline": ("v", "#000000")}
+_EXTRA = [("P", "#E69F00"), ("X", "#56B4E9"), ("*", "#F0E442"), ("h", "#999999")]
 
-STYLE = {"font.size": 9, "axes.titlesize": 10, "axes.labelsize": 9, "legend.fontsize": 8,
+STYLE: dict[str, Any] = {"font.size": 9, "axes.titlesize": 10, "axes.labelsize": 9, "legend.fontsize": 8,
          "axes.spines.top": False, "axes.spines.right": False, "savefig.dpi": 200}
 
 
 def arms_in_order(arms: list[str]) -> list[str]:
+    """The paper's arm order, then any other arm alphabetically."""
     known = [a for a in ARM_ORDER if a in arms]
     return known + sorted(a for a in arms if a not in known)
+
+
+def styled() -> contextlib.AbstractContextManager[None]:
+    """The one style every report figure is drawn in."""
+    return plt.rc_context(STYLE)  # type: ignore[arg-type]
+
+
+def arm_style(arm: str, arms: list[str]) -> tuple[str, str]:
+    """(marker, colour) of an arm; arms outside the paper's five cycle through extras."""
+    if arm in ARM_STYLE:
+        return ARM_STYLE[arm]
+    others = [a for a in arms if a not in ARM_STYLE]
+    return _EXTRA[others.index(arm) % len(_EXTRA)] if arm in others else _EXTRA[0]
+
+
+def save(fig: Figure, out: Path) -> list[Path]:
+    """Write ``fig`` as ``out.png`` and ``out.pdf`` and close it."""
+    paths = [out.with_suffix(".png"), out.with_suffix(".pdf")]
+    for path in paths:
+        fig.savefig(path)
+    plt.close(fig)
+    return paths
+
+
+def _span(values: pd.Series) -> str:
+    """``12`` when every arm has the same count, ``10–12`` when a partial run differs."""
+    low, high = int(values.min()), int(values.max())
+    return str(low) if low == high else f"{low}–{high}"
 
 
 def pass_rate_figure(pass_rates: pd.DataFrame, out: Path, cohorts: tuple[str, ...] =
@@ -36,7 +78,7 @@ def pass_rate_figure(pass_rates: pd.DataFrame, out: Path, cohorts: tuple[str, ..
     """
     rows = pass_rates[pass_rates["cohort"].isin(cohorts)]
     arms = arms_in_order(list(rows["arm"].unique()))
-    with plt.rc_context(STYLE):
+    with styled():
         fig, ax = plt.subplots(figsize=(5.2, 3.0))
         offsets = {c: (i - (len(cohorts) - 1) / 2) * 0.22 for i, c in enumerate(cohorts)}
         for cohort in cohorts:
@@ -47,8 +89,8 @@ def pass_rate_figure(pass_rates: pd.DataFrame, out: Path, cohorts: tuple[str, ..
                 continue
             marker, colour = COHORT_STYLE.get(cohort, ("o", "black"))
             err = [sub["pass_rate_pct"] - sub["ci_low_pct"], sub["ci_high_pct"] - sub["pass_rate_pct"]]
-            label = f"{cohort} ({int(sub['n_tasks'].iloc[0])} tasks, " \
-                    f"{int(sub['attempts'].iloc[0])} attempts/arm)"
+            label = f"{cohort} ({_span(sub['n_tasks'])} tasks, " \
+                    f"{_span(sub['attempts'])} attempts/arm)"
             ax.errorbar(xs, sub["pass_rate_pct"], yerr=err, fmt=marker, color=colour, capsize=3,
                         markersize=6, label=label)
             if "baseline" in sub.index:
@@ -57,11 +99,8 @@ def pass_rate_figure(pass_rates: pd.DataFrame, out: Path, cohorts: tuple[str, ..
         ax.set_xticks(range(len(arms)), [ARM_LABELS.get(a, a) for a in arms], rotation=15)
         ax.set_ylabel("pass rate (%), 95 % CI")
         ax.set_ylim(-3, 103)
-        ax.legend(loc="lower left", frameon=False)
-        ax.set_title("Pass rate per arm (dashed: baseline)")
+        ax.legend(loc="lower center", bbox_to_anchor=(0.5, 1.0), ncol=len(cohorts),
+                  frameon=False)
+        ax.set_title("Pass rate per arm (dashed: baseline)", pad=18)
         fig.tight_layout()
-        paths = [out.with_suffix(".png"), out.with_suffix(".pdf")]
-        for path in paths:
-            fig.savefig(path)
-        plt.close(fig)
-    return paths
+        return save(fig, out)

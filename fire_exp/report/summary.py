@@ -25,5 +25,6 @@ def summarize_run(run_dir: Path, plan: Path) -> str:
     if not funnel.empty:
         parts.append("### Funnel on eligible tasks (attempts)\n\n" + markdown_table(
             funnel[["arm", "attempts", "state", "fired", "behavior", "passed"]]))
-    parts.append(f"tables: {out}/\nfigure: {figures[0]}")
+    parts.append(f"tables: {out}/\nfigure: {figures[0]}\n"
+                 f"paper tables and figures (.tex .md .csv, .png .pdf): fire-exp report {run_dir}")
     return "\n\n".join(parts)

@@ -1,0 +1,77 @@
+"""`fire-exp report` as a user runs it."""
+
+from __future__ import annotations
+
+import shutil
+
+import pandas as pd
+
+from fire_exp.report.latex import check_tex
+from tests.conftest import run_cli
+from tests.report.helpers import DEMO_RUN, REPO
+
+
+def test_report_of_a_run_folder_uses_the_preregistered_plan(tmp_path):
+    run = tmp_path / "x"
+    shutil.copytree(DEMO_RUN, run)
+    proc = run_cli("report", str(run), cwd=REPO)
+    assert proc.returncode == 0, proc.stderr
+    assert "Contrasts: real minus each comparator" in proc.stdout
+    assert "NOTE: partial" not in proc.stdout
+    out = run / "report"
+    assert (out / "fig_pass_k.pdf").is_file() and (out / "suite.tex").is_file()
+    prereg = (out / "prereg.md").read_text()
+    assert "The analysis plan used (demo.yaml) matches the preregistered plan." in prereg
+    analyze = run_cli("analyze", str(run), "--plan", "demo", "--out", str(tmp_path / "a"))
+    assert analyze.returncode == 0, analyze.stderr
+    a = pd.read_csv(tmp_path / "a" / "contrasts.csv")
+    r = pd.read_csv(out / "contrasts.csv")
+    pd.testing.assert_frame_equal(a[r.columns], r, check_exact=True)
+
+
+def test_report_of_an_attempts_file_defaults_next_to_it(tmp_path):
+    src = tmp_path / "attempts.jsonl"
+    shutil.copy(DEMO_RUN / "attempts.jsonl", src)
+    proc = run_cli("report", str(src), "--plan", "demo", cwd=REPO)
+    assert proc.returncode == 0, proc.stderr
+    assert (tmp_path / "attempts-report" / "contrasts.md").is_file()
+
+
+def test_report_errors_name_the_file(tmp_path):
+    proc = run_cli("report", str(tmp_path / "missing"), "--plan", "demo", cwd=REPO)
+    assert proc.returncode == 2
+    assert "missing" in proc.stderr and "no such attempts file" in proc.stderr
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text('{"schema_version": 1, "kind": "finished"}\n')
+    proc = run_cli("report", str(bad), "--plan", "demo", cwd=REPO)
+    assert proc.returncode == 2 and "line 1" in proc.stderr
+
+
+def _tier_run(folder, tier):
+    folder.mkdir(parents=True)
+    text = (DEMO_RUN / "attempts.jsonl").read_text()
+    (folder / "attempts.jsonl").write_text(text.replace('"tier":"mid"', f'"tier":"{tier}"'))
+    return folder
+
+
+def test_several_runs_compare_tiers(tmp_path):
+    weak, strong = _tier_run(tmp_path / "a", "weak"), _tier_run(tmp_path / "b", "strong")
+    out = tmp_path / "out"
+    proc = run_cli("report", str(weak), str(strong), "--plan", "demo", "--out", str(out),
+                   cwd=REPO)
+    assert proc.returncode == 0, proc.stderr
+    tiers = pd.read_csv(out / "tiers.csv")
+    assert list(dict.fromkeys(tiers["tier"])) == ["weak", "strong"]
+    suite = pd.read_csv(out / "weak" / "suite.csv")
+    mine = tiers[tiers["tier"] == "weak"].drop(columns=["tier", "cost_change_pct"])
+    pd.testing.assert_frame_equal(mine.reset_index(drop=True), suite, check_exact=True)
+    base = suite.set_index("arm")["total_cost_usd"]
+    change = tiers.set_index(["tier", "arm"]).loc[("weak", "real"), "cost_change_pct"]
+    assert change == 100 * (base["real"] / base["baseline"] - 1)
+    assert (out / "strong" / "contrasts.tex").is_file()
+    assert check_tex((out / "tiers.tex").read_text()) == []
+    same = run_cli("report", str(weak), str(weak), "--plan", "demo", "--out",
+                   str(tmp_path / "o2"), cwd=REPO)
+    assert same.returncode == 2 and "second run of tier 'weak'" in same.stderr
+    no_out = run_cli("report", str(weak), str(strong), "--plan", "demo", cwd=REPO)
+    assert no_out.returncode == 2 and "--out" in no_out.stderr
