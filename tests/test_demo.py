@@ -75,3 +75,16 @@ def test_run_refuses_when_a_frozen_item_changed(tmp_path: Path) -> None:
     assert proc.returncode == 2
     assert "changed since freezing" in proc.stderr and "schedule" in proc.stderr
     assert not (tmp_path / "r").exists() or not list((tmp_path / "r").rglob("attempts.jsonl"))
+
+
+def test_multirun_over_agent_tiers(tmp_path: Path) -> None:
+    proc = run_cli("run", "-m", "panel=demo", "agent.tier=weak,strong", "panel.attempts=1",
+                   "panel.arms=[real,baseline]", f"results_dir={tmp_path}", "analyze=false",
+                   cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    runs = sorted(p.name for p in (tmp_path / "demo").iterdir())
+    assert len(runs) == 2 and "weak" in runs[0] + runs[1] and "strong" in runs[0] + runs[1]
+    tiers = {read_records(tmp_path / "demo" / r / "attempts.jsonl").finished[0].tier
+             for r in runs}
+    assert tiers == {"weak", "strong"}
+    assert not (tmp_path / "multirun.yaml").exists()  # Hydra's record stays out of the cwd

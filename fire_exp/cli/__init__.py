@@ -1,8 +1,9 @@
 """The ``fire-exp`` command: a thin dispatcher to one module per subcommand.
 
 Each subcommand lives in ``fire_exp/cli/<module>.py`` and exposes ``main(argv) -> int``.
-Subcommands that compose the Hydra config (``run``, ``freeze``, ``audit-routing``) take
-Hydra overrides (``panel=demo seed=7``, ``-m agent.tier=weak,strong``).
+``run`` and ``freeze`` compose the Hydra config and take Hydra overrides (``panel=demo
+seed=7``, ``-m agent.tier=weak,strong``); ``audit-routing`` takes ``key=value`` arguments; the
+others take ordinary options (``--help``).
 """
 
 from __future__ import annotations
