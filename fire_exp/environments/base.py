@@ -130,6 +130,15 @@ class Environment(ABC):
     def stop(self) -> None:
         """Remove every process, container or file the attempt started. Never raises."""
 
+    @classmethod
+    def reap_orphans(cls) -> int:
+        """Remove what attempts of runs that died (SIGKILL) left behind; returns how many.
+
+        Called when a run starts or resumes. Processes are reaped by the runner through
+        their marker; a backend with resources of its own (containers) overrides this.
+        """
+        return 0
+
     def __enter__(self) -> Environment:
         try:
             self.start()

@@ -295,6 +295,13 @@ class DockerEnvironment(Environment):
         extract_archive(bits, self.attempt_dir)
         self._logs_copied = True
 
+    @classmethod
+    def reap_orphans(cls) -> int:
+        """Remove the containers of fire-exp runs whose driver process has died."""
+        from fire_exp.environments.docker_cleanup import cleanup
+
+        return len(cleanup(docker_client()).containers)
+
     def stop(self) -> None:
         try:
             channel, self._channel = self._channel, None

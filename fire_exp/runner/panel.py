@@ -17,6 +17,7 @@ from collections import deque
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
+from fire_exp.environments.base import Environment
 from fire_exp.records import AttemptRecord, Lineage, StartedRecord
 from fire_exp.registry import REGISTRY
 from fire_exp.runner.attempt import now_iso
@@ -87,6 +88,9 @@ def run_panel(panel: Panel, run_dir: Path, progress: Progress | None = None,
                                        f"configs/panel/{panel.name}.yaml")
     with AttemptStore(run_dir / "attempts.jsonl") as store:
         reaped = reap(run_dir / "attempts")  # we hold the lock: these are a dead run's
+        environment = REGISTRY.get("environment", panel.config.environment.name)
+        if isinstance(environment, type) and issubclass(environment, Environment):
+            environment.reap_orphans()  # containers of dead runs, say
         owed = owed_attempts(panel.schedule, store.read().finished)
         digest = panel_digest(panel)
         queue = deque(job_for(panel, run_dir, o.item, o.number, digest) for o in owed)

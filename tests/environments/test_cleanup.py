@@ -106,3 +106,24 @@ def test_ctrl_c_removes_the_running_attempts_container(docker_client: Any,
     assert proc.returncode == 130, stderr
     assert "interrupted" in stderr
     assert not _owned_by(docker_client, proc.pid)
+
+
+@pytest.mark.docker
+def test_a_resumed_run_removes_containers_of_dead_runs(docker_client: Any) -> None:
+    import socket
+
+    from fire_exp.environments.docker import DockerEnvironment
+    from fire_exp.environments.images import BASE_IMAGE
+
+    dead = subprocess.Popen(["true"])
+    dead.wait()  # a pid that no longer runs: the owner of an orphaned container
+    orphan = docker_client.containers.run(
+        BASE_IMAGE, ["sleep", "600"], detach=True, init=True,
+        labels={LABEL: "1", f"{LABEL}.owner-host": socket.gethostname(),
+                f"{LABEL}.owner-pid": str(dead.pid)})
+    try:
+        assert DockerEnvironment.reap_orphans() >= 1  # what run_panel calls on (re)start
+        assert not _owned_by(docker_client, dead.pid)
+    finally:
+        if _owned_by(docker_client, dead.pid):
+            orphan.remove(force=True)
