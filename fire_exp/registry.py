@@ -72,7 +72,7 @@ class Registry:
                 raise InputError(f"configs/{kind}", "name",
                                  f"{kind} {name!r} is not available: {exc}",
                                  "install the optional dependency it needs") from exc
-        return target  # type: ignore[return-value]
+        return target
 
     def _load_plugins(self) -> None:
         if self._plugins_loaded:

@@ -23,6 +23,7 @@ import sys
 import threading
 import time
 from pathlib import Path
+from typing import Any
 
 from fire_exp.environments import session_host
 from fire_exp.environments.base import (
@@ -137,7 +138,7 @@ class LocalEnvironment(Environment):
         for path in Path(dest).rglob("*.sh"):
             path.chmod(path.stat().st_mode | 0o111)
 
-    def _request(self, req: dict) -> dict:
+    def _request(self, req: dict[str, Any]) -> dict[str, Any]:
         host = self._host
         if host is None or host.poll() is not None:
             raise EnvironmentFailure("the agent's session has ended")
@@ -148,7 +149,7 @@ class LocalEnvironment(Environment):
             line = host.stdout.readline()
         if not line:
             raise EnvironmentFailure("the agent's session died")
-        reply: dict = json.loads(line)
+        reply: dict[str, Any] = json.loads(line)
         return reply
 
     def exec(self, command: str, timeout: float) -> ExecResult:

@@ -184,7 +184,7 @@ def attached_streams(pid: int, inodes: set[int]) -> bool:
     return False
 
 
-def run_command(term: Terminal, marker: str, req: dict) -> dict:
+def run_command(term: Terminal, marker: str, req: dict[str, Any]) -> dict[str, Any]:
     env = dict(req.get("env") or os.environ)
     env["FIRE_ATTEMPT"] = marker
     out, out_w = term.pipe()
@@ -222,7 +222,7 @@ def run_command(term: Terminal, marker: str, req: dict) -> dict:
     }
 
 
-def hangup(term: Terminal, marker: str, grace: float) -> dict:
+def hangup(term: Terminal, marker: str, grace: float) -> dict[str, Any]:
     me, my_sid = os.getpid(), os.getsid(0)
     marked = [p for p in marked_processes(marker) if p != me]
     inodes = term.inodes

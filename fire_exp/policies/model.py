@@ -24,7 +24,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 
 EventName = Literal["SessionStart", "PreToolUse", "PostToolUse", "Stop"]
 EVENT_NAMES: tuple[EventName, ...] = ("SessionStart", "PreToolUse", "PostToolUse", "Stop")
@@ -137,13 +137,16 @@ class _RuleSpec:
     limit: int | None
 
 
-def rule(events: Sequence[EventName], limit: int | None = 1) -> Callable[[Callable], Callable]:
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def rule(events: Sequence[EventName], limit: int | None = 1) -> Callable[[F], F]:
     """Declare a method of a :class:`Family` as an action rule."""
     bad = [e for e in events if e not in EVENT_NAMES]
     if bad:
         raise ValueError(f"unknown events {bad}; use {EVENT_NAMES}")
 
-    def mark(fn: Callable) -> Callable:
+    def mark(fn: F) -> F:
         fn.__fire_rule__ = _RuleSpec(tuple(events), limit)  # type: ignore[attr-defined]
         return fn
 
