@@ -30,25 +30,34 @@ def _owned_by(client: Any, pid: int) -> list[Any]:
         "label": [f"{LABEL}=1", f"{LABEL}.owner-pid={pid}"]})
 
 
-@pytest.mark.docker
-@pytest.mark.slow
-def test_killed_run_leaves_a_container_that_cleanup_removes(docker_client: Any,
-                                                            tmp_path: Path) -> None:
+def _start_long_run(tmp_path: Path, panel_name: str) -> subprocess.Popen[str]:
+    """A docker panel whose only attempt runs for two minutes."""
     suite = tmp_path / "suite"
     make_task(suite, "long-attempt", agent_timeout=300.0, solve="sleep 120\n")
-    proc = subprocess.Popen(
+    return subprocess.Popen(
         [sys.executable, "-m", "fire_exp", "run", "panel=demo", "agent=oracle",
-         "environment=docker", f"panel.suite={suite}", "panel.name=killtest",
+         "environment=docker", f"panel.suite={suite}", f"panel.name={panel_name}",
          "panel.eligible=[long-attempt]", "panel.silent=[]", "panel.arms=[baseline]",
          "panel.attempts=1", f"results_dir={tmp_path / 'results'}", "analyze=false"],
         cwd=ROOT, env=os.environ | {"PYTHONPATH": str(ROOT)},
         stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+
+
+def _wait_for_container(client: Any, proc: subprocess.Popen[str]) -> None:
+    deadline = time.monotonic() + 120
+    while not _owned_by(client, proc.pid):
+        assert proc.poll() is None, f"the run ended early: {proc.stderr.read()}"  # type: ignore[union-attr]
+        assert time.monotonic() < deadline, "no container appeared"
+        time.sleep(0.2)
+
+
+@pytest.mark.docker
+@pytest.mark.slow
+def test_killed_run_leaves_a_container_that_cleanup_removes(docker_client: Any,
+                                                            tmp_path: Path) -> None:
+    proc = _start_long_run(tmp_path, "killtest")
     try:
-        deadline = time.monotonic() + 120
-        while not _owned_by(docker_client, proc.pid):
-            assert proc.poll() is None, f"the run ended early: {proc.stderr.read()}"  # type: ignore[union-attr]
-            assert time.monotonic() < deadline, "no container appeared"
-            time.sleep(0.2)
+        _wait_for_container(docker_client, proc)
         proc.send_signal(signal.SIGKILL)
         proc.wait(timeout=30)
     finally:
@@ -81,21 +90,9 @@ def test_cleanup_keeps_containers_of_live_runs(docker_client: Any, tmp_path: Pat
 @pytest.mark.slow
 def test_ctrl_c_removes_the_running_attempts_container(docker_client: Any,
                                                        tmp_path: Path) -> None:
-    suite = tmp_path / "suite"
-    make_task(suite, "long-attempt", agent_timeout=300.0, solve="sleep 120\n")
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "fire_exp", "run", "panel=demo", "agent=oracle",
-         "environment=docker", f"panel.suite={suite}", "panel.name=ctrlctest",
-         "panel.eligible=[long-attempt]", "panel.silent=[]", "panel.arms=[baseline]",
-         "panel.attempts=1", f"results_dir={tmp_path / 'results'}", "analyze=false"],
-        cwd=ROOT, env=os.environ | {"PYTHONPATH": str(ROOT)},
-        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    proc = _start_long_run(tmp_path, "ctrlctest")
     try:
-        deadline = time.monotonic() + 120
-        while not _owned_by(docker_client, proc.pid):
-            assert proc.poll() is None, f"the run ended early: {proc.stderr.read()}"  # type: ignore[union-attr]
-            assert time.monotonic() < deadline, "no container appeared"
-            time.sleep(0.2)
+        _wait_for_container(docker_client, proc)
         time.sleep(1.0)  # let the agent's command start
         proc.send_signal(signal.SIGINT)
         _, stderr = proc.communicate(timeout=60)
