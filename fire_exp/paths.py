@@ -18,6 +18,25 @@ def _resource(name: str) -> Path:
     return repo if repo.is_dir() else _DATA / name
 
 
+def resolve_folder(root: Path, name: str, field: str, kind: str) -> Path:
+    """``root/name`` if it is a folder, else ``name`` as a path to a folder.
+
+    Raises:
+        InputError: neither exists; the message lists the bundled names.
+    """
+    from fire_exp.errors import InputError
+
+    bundled = root / name
+    if bundled.is_dir():
+        return bundled
+    path = Path(name).expanduser()
+    if path.is_dir():
+        return path.resolve()
+    known = sorted(p.name for p in root.iterdir() if p.is_dir() and not p.name.startswith("_"))
+    raise InputError(field, name, f"no bundled {kind} or folder of that name",
+                     f"bundled {kind}s: {', '.join(known)}")
+
+
 CONFIG_DIR = _resource("configs")
 PORTFOLIOS_DIR = _resource("portfolios")
 ANALYSIS_DIR = _resource("analysis")

@@ -68,7 +68,6 @@ class AgentSession:
         self.command_timeout_s = command_timeout_s
         self.trajectory: list[Step] = []
         self.stop_rounds = 0
-        self.stopped = False
 
     @property
     def n_commands(self) -> int:
@@ -120,6 +119,5 @@ class AgentSession:
         decision = self.runtime.handle(Event("Stop", self.instruction, step=self.n_commands,
                                              stop_hook_active=active))
         if decision.is_allow or self.stop_rounds > MAX_STOP_ROUNDS:
-            self.stopped = True
             return None
         return decision.text

@@ -5,10 +5,10 @@ from __future__ import annotations
 import hashlib
 import json
 from pathlib import Path
-from typing import Literal
+from typing import Annotated, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError
 
 from fire_exp.errors import InputError
 
@@ -31,17 +31,21 @@ def parse_contrast(text: str) -> tuple[str, str]:
     return parts[0], parts[1]
 
 
+def _checked_contrast(text: str) -> str:
+    parse_contrast(text)
+    return text
+
+
+# A contrast as a plan writes it ("real - sham"), checked when the plan is read.
+ContrastText = Annotated[str, AfterValidator(_checked_contrast)]
+
+
 class Contrast(_Model):
     """The primary contrast and the cohort on which it is primary."""
 
-    contrast: str
+    contrast: ContrastText
     cohort: str = "eligible"
 
-    @field_validator("contrast")
-    @classmethod
-    def _check(cls, v: str) -> str:
-        parse_contrast(v)
-        return v
 
 
 class Bootstrap(_Model):
@@ -66,14 +70,9 @@ class MissingData(_Model):
 
 
 class Interaction(_Model):
-    contrast: str
+    contrast: ContrastText
     cohorts: tuple[str, str] = ("eligible", "silent")
 
-    @field_validator("contrast")
-    @classmethod
-    def _check(cls, v: str) -> str:
-        parse_contrast(v)
-        return v
 
 
 class AnalysisPlan(_Model):
@@ -82,20 +81,13 @@ class AnalysisPlan(_Model):
     name: str
     seed: int = Field(ge=0)
     primary: Contrast
-    secondary: list[str] = Field(default_factory=list)
+    secondary: list[ContrastText] = Field(default_factory=list)
     cohorts: list[str] = Field(default_factory=lambda: ["eligible", "silent", "all"])
     bootstrap: Bootstrap = Field(default_factory=lambda: Bootstrap())
     permutation: Permutation = Field(default_factory=lambda: Permutation())
     multiplicity: Multiplicity = Field(default_factory=lambda: Multiplicity())
     missing_data: MissingData = Field(default_factory=lambda: MissingData())
     interaction: Interaction | None = None
-
-    @field_validator("secondary")
-    @classmethod
-    def _check_secondary(cls, v: list[str]) -> list[str]:
-        for c in v:
-            parse_contrast(c)
-        return v
 
     @property
     def contrasts(self) -> list[str]:

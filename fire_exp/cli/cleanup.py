@@ -17,15 +17,10 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--base", action="store_true",
                         help="also remove the base images (rebuild: fire-exp images bootstrap)")
     args = parser.parse_args(argv)
-    from fire_exp.environments.base import EnvironmentFailure
     from fire_exp.environments.docker import docker_client
     from fire_exp.environments.docker_cleanup import cleanup
 
-    try:
-        client = docker_client()
-    except EnvironmentFailure as exc:
-        print(f"fire-exp cleanup: error: {exc}", file=sys.stderr)
-        return 2
+    client = docker_client()  # EnvironmentFailure: the dispatcher prints it, exit 2
     report = cleanup(client, everything=args.everything, images=args.images, base=args.base)
     for kind, names in (("container", report.containers), ("network", report.networks),
                         ("image", report.images)):

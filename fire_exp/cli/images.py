@@ -16,15 +16,10 @@ def main(argv: list[str]) -> int:
     boot.add_argument("--tag", default=None, help="image tag (default fire-exp/base:bookworm)")
     sub.add_parser("list", help="list fire-exp's images (base and cached task images)")
     args = parser.parse_args(argv)
-    from fire_exp.environments.base import EnvironmentFailure
     from fire_exp.environments.docker import docker_client
     from fire_exp.environments.images import BASE_IMAGE, LABEL, bootstrap_base_image
 
-    try:
-        client = docker_client()
-    except EnvironmentFailure as exc:
-        print(f"fire-exp images: error: {exc}", file=sys.stderr)
-        return 2
+    client = docker_client()  # EnvironmentFailure: the dispatcher prints it, exit 2
     if args.command == "list":
         for image in client.images.list(filters={"label": f"{LABEL}=1"}):
             kind = image.labels.get(f"{LABEL}.kind", "?")

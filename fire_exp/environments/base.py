@@ -23,12 +23,17 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from types import TracebackType
 
+from fire_exp.errors import FireExpError
 from fire_exp.records import Cause
 from fire_exp.tasks.model import Task
 
 
-class EnvironmentFailure(Exception):
-    """The box could not be prepared or died: the model had no fair attempt."""
+class EnvironmentFailure(FireExpError):
+    """The box could not be prepared or died: the model had no fair attempt.
+
+    Inside an attempt the runner records it as ``environment_failed``; outside one (the
+    ``images`` and ``cleanup`` commands) the CLI prints it as one line.
+    """
 
     cause = Cause.ENVIRONMENT_FAILED
 

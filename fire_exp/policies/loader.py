@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from fire_exp.errors import InputError
-from fire_exp.paths import PORTFOLIOS_DIR
+from fire_exp.paths import PORTFOLIOS_DIR, resolve_folder
 from fire_exp.policies.model import Family
 
 
@@ -39,15 +39,7 @@ def sha256_file(path: Path) -> str:
 
 def resolve_portfolio(name: str) -> Path:
     """A portfolio's name under ``portfolios/`` or a path to a folder of sources."""
-    bundled = PORTFOLIOS_DIR / name
-    if bundled.is_dir():
-        return bundled
-    path = Path(name).expanduser()
-    if path.is_dir():
-        return path.resolve()
-    known = sorted(p.name for p in PORTFOLIOS_DIR.iterdir() if p.is_dir())
-    raise InputError("portfolio", name, "no portfolio of that name or path",
-                     f"known portfolios: {', '.join(known)}")
+    return resolve_folder(PORTFOLIOS_DIR, name, "portfolio", "portfolio")
 
 
 def _import_source(path: Path, digest: str) -> object:

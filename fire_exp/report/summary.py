@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from fire_exp.analysis import analyze, summary_markdown, write_tables
+from fire_exp.analysis import analyze, markdown_table, summary_markdown, write_tables
 from fire_exp.report.figures import pass_rate_figure
 
 
@@ -19,8 +19,6 @@ def summarize_run(run_dir: Path, plan: Path) -> str:
     write_tables(result, out)
     figures = pass_rate_figure(result.pass_rates, out / "pass_rates")
     funnel = result.funnel[result.funnel["cohort"] == "eligible"]
-    from fire_exp.analysis import markdown_table
-
     parts = [summary_markdown(result)]
     if not funnel.empty:
         parts.append("### Funnel on eligible tasks (attempts)\n\n" + markdown_table(

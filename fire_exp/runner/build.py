@@ -7,12 +7,12 @@ plan's path, the factories of agent and environment, and the randomized schedule
 
 from __future__ import annotations
 
+import functools
 import importlib.metadata
 import platform
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from fire_exp import __version__
 from fire_exp.agents.base import Agent
@@ -79,6 +79,7 @@ def resolve_plan(name: str) -> Path:
                      f"put it in {ANALYSIS_DIR}/NAME.yaml")
 
 
+@functools.cache
 def versions() -> dict[str, str]:
     """The package versions every attempt record carries."""
     found = {"fire-exp": __version__, "python": platform.python_version()}
@@ -117,8 +118,3 @@ def build_panel(config: RunConfig) -> Panel:
     return Panel(config=config, tasks=tasks, cohorts=dict(pc.tasks), portfolio=portfolio,
                  controls=controls, arms=arms, analysis_plan=resolve_plan(pc.analysis),
                  schedule=schedule)
-
-
-def component_params(params: dict[str, Any]) -> dict[str, Any]:
-    """Parameters safe to record (never a secret's value; agents name env variables)."""
-    return {k: v for k, v in params.items() if "key" not in k.lower() or k.endswith("_env")}
