@@ -26,7 +26,7 @@ from fire_exp.analysis.load import FAMILY_COLUMNS, LoadedAttempts, normalize_fra
 from fire_exp.analysis.plan import AnalysisPlan, parse_contrast
 from fire_exp.analysis.reliability import reliability_frame
 from fire_exp.analysis.result import AnalysisResult
-from fire_exp.analysis.run import PlanChoice, RunInputs, choose_plan, read_run
+from fire_exp.analysis.run import PlanChoice, RunInputs, choose_plan, read_run, resolve_plan
 from fire_exp.analysis.suite import Suite, suite_frame, suite_transitions_frame, tasks_frame
 from fire_exp.errors import InputError
 from fire_exp.stats import (
@@ -263,8 +263,9 @@ def analyze(source: str | Path | pd.DataFrame | LoadedAttempts | RunInputs,
     Raises:
         InputError: unreadable input, no scored attempt, or a frozen plan that changed.
     """
+    given = resolve_plan(plan) if isinstance(plan, str | Path) else plan  # refuse it first
     inputs = _inputs(source)
-    choice = choose_plan(inputs, plan)
+    choice = choose_plan(inputs, given)
     plan, loaded = choice.plan, inputs.loaded
     att, notes = loaded.attempts, list[str]()
     if att.empty:
