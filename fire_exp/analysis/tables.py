@@ -12,6 +12,7 @@ the plan's seed keyed by its name. The report only renders the result.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
@@ -292,6 +293,7 @@ def analyze(source: str | Path | pd.DataFrame | LoadedAttempts | RunInputs,
     suite = Suite(plan, _cohort_frame(att, suite_cohort(plan, main)), order,
                   reference_arm(plan, order), suite_cohort(plan, main), k)
     suite_transitions, left_out = suite_transitions_frame(suite)
+    status = run_status(inputs.records, inputs.prereg)
     return AnalysisResult(
         pass_rates=pass_rates, contrasts=contrasts, sensitivity=sensitivity,
         interaction=_interaction_frame(plan, att, notes),
@@ -306,6 +308,7 @@ def analyze(source: str | Path | pd.DataFrame | LoadedAttempts | RunInputs,
         prereg=prereg_frame(inputs.prereg), plan=plan, arms=tuple(order),
         reference=suite.reference, main_cohort=main, suite_cohort=suite.cohort, k=suite.k,
         tier=tier_label(inputs.records, inputs.name),
-        status=run_status(inputs.records, inputs.prereg),
-        metadata={**_metadata(choice, inputs, att, k), "suite_transitions_left_out": left_out},
+        status=status,
+        metadata={**_metadata(choice, inputs, att, k), "suite_transitions_left_out": left_out,
+                  "run_status": asdict(status)},
         notes=tuple(notes))
