@@ -41,7 +41,10 @@ import fire_exp
 from fire_exp.agents.base import AgentOutcome, ProviderError
 from fire_exp.agents.cli_transcripts import CliTranscript, parse_claude_stream, parse_codex_json
 from fire_exp.agents.session import AgentSession
-from fire_exp.environments.base import EnvironmentFailure
+from fire_exp.agents.cli_container import CliPlacement, run_in_container
+from fire_exp.agents.cli_install import InstallSpec
+from fire_exp.environments.base import Environment, EnvironmentFailure
+from fire_exp.environments.docker import DockerEnvironment
 from fire_exp.policies.arms import CONTROL_FAMILIES, ShamFamily
 from fire_exp.policies.hook_settings import hook_settings
 from fire_exp.policies.hook_store import ActivitySummary, read_activity
@@ -100,13 +103,22 @@ class _HookedCli:
     def __init__(self, binary: str | None = None, model: str | None = None,
                  args: Sequence[str] = (), env_passthrough: Sequence[str] = (),
                  prices: dict[str, dict[str, float]] | None = None, hook_timeout_s: int = 60,
-                 tier: str | None = None) -> None:
+                 tier: str | None = None, install: dict[str, Any] | None = None,
+                 egress: Sequence[str] = ()) -> None:
         self.binary = binary or self.default_binary
         self.model, self.args = model, list(args)
         self.env_passthrough = list(env_passthrough)
         self.prices = dict(prices or {})
         self.hook_timeout_s = hook_timeout_s
         self.tier = tier
+        # In-container placement (environment=docker): fire_exp/agents/cli_container.py.
+        self.install = InstallSpec.from_config(install, f"configs/agent/{self.name}.yaml")
+        self.egress = list(egress)
+
+    def place(self, env: Environment) -> None:
+        """Before the box starts: with ``environment=docker`` the CLI runs inside it."""
+        if isinstance(env, DockerEnvironment):
+            env.placement = CliPlacement(self.name, self.install)
 
     def _executable(self) -> str:
         found = shutil.which(self.binary)
@@ -119,8 +131,11 @@ class _HookedCli:
 
     def run(self, session: AgentSession, *, rng: np.random.Generator) -> AgentOutcome:
         """Run the CLI on the task; read back its commands, usage and hook events."""
-        executable = self._executable()
         env = session.env
+        if isinstance(env, DockerEnvironment):
+            return run_in_container(self, session, bridge_target(session.runtime.families),
+                                    self.install, self.egress)
+        executable = self._executable()
         if not hasattr(env, "env"):
             raise EnvironmentFailure(f"agent={self.name} runs only with environment=local")
         hooks_dir = env.attempt_dir / "hooks"

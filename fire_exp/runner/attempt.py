@@ -132,6 +132,9 @@ def run_attempt(spec: AttemptSpec, env: Environment, agent: Agent, arm_families:
         if env.cancelled.is_set():
             raise _Cancelled
         try:
+            place = getattr(agent, "place", None)
+            if place is not None:  # an agent that runs inside the box (a CLI in a container)
+                place(env)
             env.start()
         except EnvironmentFailure as exc:
             cause, error = Cause.ENVIRONMENT_FAILED, str(exc)
