@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import json
 import shlex
-import shutil
+import tempfile
 import threading
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -142,13 +142,12 @@ def _argv(agent: _HookedCli, binary: str, session: AgentSession, hooked: bool) -
 def _fetch_output(env: DockerEnvironment, agent: _HookedCli, logs: Path) -> None:
     """Copy the CLI's output out of the container, redacted, and remove it there."""
     bits, _ = env.container.get_archive(OUT_DIR)
-    scratch = env.attempt_dir / "hooks" / ".out"
-    extract_archive(bits, scratch)
-    for name in ("cli-stdout.jsonl", "cli-stderr.txt"):
-        source = scratch / "out" / name
-        text = source.read_text(errors="replace") if source.is_file() else ""
-        (logs / name).write_text(agent._redact(text))  # noqa: SLF001
-    shutil.rmtree(scratch, ignore_errors=True)
+    with tempfile.TemporaryDirectory(prefix="fire-exp-cli-") as scratch:
+        extract_archive(bits, Path(scratch))
+        for name in ("cli-stdout.jsonl", "cli-stderr.txt"):
+            source = Path(scratch) / "out" / name
+            text = source.read_text(errors="replace") if source.is_file() else ""
+            (logs / name).write_text(agent._redact(text))  # noqa: SLF001
     env.container.exec_run(["rm", "-rf", OUT_DIR])
 
 
@@ -192,8 +191,10 @@ def run_in_container(agent: _HookedCli, session: AgentSession, target: BridgeTar
         placement = env.placement
         if isinstance(placement, CliPlacement) and placement.network_name and \
                 placement.network_name != env.public_network:
+            # The model endpoint: the agent's list, and any *_BASE_URL variable it passes.
+            allowed = egress + [v for k, v in extra.items() if k.endswith("_BASE_URL")]
             proxy = EgressProxy(gateway_of(env._client, placement.network_name),  # noqa: SLF001
-                                egress, logs / "egress.jsonl")
+                                allowed, logs / "egress.jsonl")
             extra |= {"HTTPS_PROXY": proxy.address, "https_proxy": proxy.address,
                       "NO_PROXY": "localhost,127.0.0.1", "no_proxy": "localhost,127.0.0.1"}
         argv = _argv(agent, binary, session, settings is not None)

@@ -166,8 +166,11 @@ def _install_by_script(client: Any, agent: str, task_image: str, spec: InstallSp
                                      f"{task_image}:\n{output[-1500:]}")
         container.exec_run(["rm", "-f", _SCRIPT_PATH])
         container.stop(timeout=1)
+        # A commit cannot clear the install container's entrypoint (an empty one inherits
+        # it), so an image without one gets `env`, which runs CMD unchanged.
+        entrypoint = original.get("Entrypoint") or ["/usr/bin/env"]
         changes = [f"LABEL {' '.join(f'{k}={shlex.quote(v)}' for k, v in labels.items())}",
-                   f"ENTRYPOINT {json.dumps(original.get('Entrypoint') or [])}",
+                   f"ENTRYPOINT {json.dumps(entrypoint)}",
                    f"CMD {json.dumps(original.get('Cmd') or [])}"]
         repository, _, version = tag.rpartition(":")
         container.commit(repository=repository, tag=version, changes=changes)
