@@ -39,10 +39,10 @@ import numpy as np
 
 import fire_exp
 from fire_exp.agents.base import AgentOutcome, ProviderError
+from fire_exp.agents.cli_container import CliPlacement, run_in_container
+from fire_exp.agents.cli_install import InstallSpec, prepare_cli_images
 from fire_exp.agents.cli_transcripts import CliTranscript, parse_claude_stream, parse_codex_json
 from fire_exp.agents.session import AgentSession
-from fire_exp.agents.cli_container import CliPlacement, run_in_container
-from fire_exp.agents.cli_install import InstallSpec
 from fire_exp.environments.base import Environment, EnvironmentFailure
 from fire_exp.environments.docker import DockerEnvironment
 from fire_exp.policies.arms import CONTROL_FAMILIES, ShamFamily
@@ -119,6 +119,10 @@ class _HookedCli:
         """Before the box starts: with ``environment=docker`` the CLI runs inside it."""
         if isinstance(env, DockerEnvironment):
             env.placement = CliPlacement(self.name, self.install)
+
+    def prepare_images(self, client: Any, task_images: list[str]) -> dict[str, str]:
+        """Preflight for ``environment=docker``: install the CLI into every task image."""
+        return prepare_cli_images(client, self.name, self.install, task_images)
 
     def _executable(self) -> str:
         found = shutil.which(self.binary)

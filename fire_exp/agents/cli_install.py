@@ -210,3 +210,14 @@ def _install_from_image(client: Any, task_image: str, spec: InstallSpec, tag: st
     except docker.errors.DockerException as exc:
         raise EnvironmentFailure(f"copying {', '.join(spec.paths)} from {spec.image} into "
                                  f"{task_image} failed: {exc}") from exc
+
+
+def prepare_cli_images(client: Any, agent: str, spec: InstallSpec,
+                       task_images: list[str]) -> dict[str, str]:
+    """The preflight: make (or find) the CLI image of every task image before a panel.
+
+    Returns task image -> the image attempts will run. Raises EnvironmentFailure on the
+    first install that fails, so a broken install step stops the run before any attempt.
+    """
+    return {image: prepare_cli_image(client, agent, image, spec)
+            for image in dict.fromkeys(task_images)}

@@ -19,7 +19,7 @@ from typing import Any
 
 import pytest
 
-from fire_exp.agents.cli_agents import ClaudeCodeAgent, CodexAgent
+from fire_exp.agents.cli_agents import ClaudeCodeAgent
 from fire_exp.agents.cli_container import SHIM, shim_settings
 from fire_exp.agents.cli_install import InstallSpec
 from fire_exp.agents.cli_network import EgressProxy, parse_endpoint

@@ -19,11 +19,13 @@ import time
 from pathlib import Path
 from typing import Any
 
+import docker.errors
 import numpy as np
 import pytest
+import requests
 
 from fire_exp.agents.cli_agents import ClaudeCodeAgent, CodexAgent
-from fire_exp.agents.cli_install import InstallSpec, prepare_cli_image
+from fire_exp.agents.cli_install import prepare_cli_image
 from fire_exp.agents.cli_network import ensure_egress_network, gateway_of
 from fire_exp.agents.openai import OpenAIAgent
 from fire_exp.agents.testing_server import ScriptedServer, solution_responder
@@ -34,7 +36,7 @@ from fire_exp.policies import build_arm, load_portfolio
 from fire_exp.records import AttemptRecord, record_to_line
 from fire_exp.runner.attempt import AttemptSpec, run_attempt
 from fire_exp.tasks.loader import load_task
-from tests.environments.conftest import docker_client  # noqa: F401 - the fixture
+from tests.environments.conftest import docker_client as _engine_fixture  # noqa: F401
 from tests.environments.helpers import make_task
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -42,6 +44,12 @@ FAKE_CLI = ROOT / "tests" / "fixtures" / "cli_container" / "fake_cli.py"
 KEY_ENV, KEY = "FIRE_H16_TEST_KEY", "sk-fake-fireexp-h16-Zq81LmWx0Pa"
 PASS = ["FAKE_CLI_SCRIPT", KEY_ENV]
 pytestmark = pytest.mark.docker
+
+
+@pytest.fixture
+def engine(docker_client: Any) -> Any:
+    """The Docker engine (tests/environments' session fixture: no container left over)."""
+    return docker_client
 
 
 @pytest.fixture
@@ -82,7 +90,7 @@ DENIED = "sqlite3 evidence/orders.db .dump > /logs/agent/denied-ran.txt"
 
 
 def test_claude_code_in_the_container_is_denied_and_the_verifier_sees_its_work(
-        docker_client: Any, script: Any, tmp_path: Path) -> None:
+        engine: Any, script: Any, tmp_path: Path) -> None:
     script([DENIED, "hostname > /logs/agent/where.txt", solve_wal(),
             f"echo the key is ${KEY_ENV}"])
     record = attempt(tmp_path, "recover-wal-orders", "real", mounted(ClaudeCodeAgent))
@@ -103,7 +111,7 @@ def test_claude_code_in_the_container_is_denied_and_the_verifier_sees_its_work(
     assert KEY not in record_to_line(record)
 
 
-def test_the_baseline_in_the_container_has_no_hooks(docker_client: Any, script: Any,
+def test_the_baseline_in_the_container_has_no_hooks(engine: Any, script: Any,
                                                     tmp_path: Path) -> None:
     script([DENIED, "ls /opt/fire-exp/agent > /logs/agent/agent-dir.txt",
             "pgrep -f hook_rela[y] > /logs/agent/relay.txt || echo none > /logs/agent/relay.txt"])
@@ -117,7 +125,7 @@ def test_the_baseline_in_the_container_has_no_hooks(docker_client: Any, script: 
 
 
 def test_codex_in_the_container_gets_the_stop_instruction_and_works_on(
-        docker_client: Any, script: Any, tmp_path: Path) -> None:
+        engine: Any, script: Any, tmp_path: Path) -> None:
     script(["echo python3 status_server.py"],
            after=["echo second turn > /logs/agent/after-nudge.txt"])
     prices = {"gpt-5-codex": {"input": 1.25, "output": 10.0}}
@@ -130,7 +138,7 @@ def test_codex_in_the_container_gets_the_stop_instruction_and_works_on(
     assert record.usage.cost_usd == pytest.approx((1200 * 1.25 + 300 * 10.0) / 1e6)
 
 
-def test_a_cli_missing_from_the_image_names_the_install_step(docker_client: Any, script: Any,
+def test_a_cli_missing_from_the_image_names_the_install_step(engine: Any, script: Any,
                                                              tmp_path: Path) -> None:
     script(["true"])
     record = attempt(tmp_path, "csv-column-stats", "real",
@@ -141,7 +149,7 @@ def test_a_cli_missing_from_the_image_names_the_install_step(docker_client: Any,
 
 
 def test_a_script_install_is_made_once_per_task_image_and_holds_no_key(
-        docker_client: Any, script: Any, tmp_path: Path) -> None:
+        engine: Any, script: Any, tmp_path: Path) -> None:
     class H16Claude(ClaudeCodeAgent):
         name = "h16test-claude"
 
@@ -155,10 +163,10 @@ def test_a_script_install_is_made_once_per_task_image_and_holds_no_key(
         record = attempt(tmp_path, "csv-column-stats", "real", agent)
         assert record.cause is None and record.events > 0, record.error
         assert (agent_logs(tmp_path) / "which.txt").read_text() == "/usr/local/bin/claude\n"
-        task_image = next(t for t in docker_client.images.list(
+        task_image = next(t for t in engine.images.list(
             filters={"label": [f"{LABEL}.kind=cli", f"{LABEL}.agent=h16test-claude"]}))
         start = time.monotonic()
-        again = prepare_cli_image(docker_client, "h16test-claude",
+        again = prepare_cli_image(engine, "h16test-claude",
                                   task_image.labels[f"{LABEL}.from"], agent.install)
         assert time.monotonic() - start < 2 and again in task_image.tags  # cached
         config = task_image.attrs["Config"]
@@ -166,12 +174,12 @@ def test_a_script_install_is_made_once_per_task_image_and_holds_no_key(
         assert config["Entrypoint"] == ["/usr/bin/env"] and config["Cmd"] == ["/bin/bash"]
     finally:
         if task_image is not None:
-            docker_client.images.remove(task_image.id, force=True)
+            engine.images.remove(task_image.id, force=True)
 
 
-def test_a_no_network_task_reaches_only_the_listed_endpoint(docker_client: Any, script: Any,
+def test_a_no_network_task_reaches_only_the_listed_endpoint(engine: Any, script: Any,
                                                             tmp_path: Path) -> None:
-    gateway = gateway_of(docker_client, ensure_egress_network(docker_client))
+    gateway = gateway_of(engine, ensure_egress_network(engine))
     upstream = socket.create_server((gateway, 0))
     port = upstream.getsockname()[1]
     threading.Thread(target=lambda: upstream.accept()[0].sendall(b"model endpoint\n"),
@@ -200,7 +208,7 @@ def test_a_no_network_task_reaches_only_the_listed_endpoint(docker_client: Any, 
         [(f"{gateway}:{port}", True), ("example.org:443", False)]
 
 
-def test_the_openai_agent_still_works_in_docker(docker_client: Any, monkeypatch: Any,
+def test_the_openai_agent_still_works_in_docker(engine: Any, monkeypatch: Any,
                                                 tmp_path: Path) -> None:
     monkeypatch.setenv(KEY_ENV, KEY)
     with ScriptedServer(solution_responder()) as server:
@@ -230,21 +238,26 @@ def _wait_for_sleep(client: Any, proc: subprocess.Popen[str]) -> Any:
     deadline = time.monotonic() + 180
     while time.monotonic() < deadline:
         assert proc.poll() is None, proc.stderr.read() if proc.stderr else ""
-        for c in client.containers.list(filters={"label": f"{LABEL}.owner-pid={proc.pid}"}):
-            top = " ".join(" ".join(p) for p in c.top(ps_args="-eo args")["Processes"])
-            if "sleep 120" in top and "hook_relay.sh" in top:
-                return c
+        try:
+            for c in client.containers.list(filters={"label": f"{LABEL}.owner-pid={proc.pid}"}):
+                top = " ".join(" ".join(p) for p in c.top(ps_args="-eo args")["Processes"])
+                if "sleep 120" in top and "hook_relay.sh" in top:
+                    return c
+        except docker.errors.APIError:  # the container went away between list and top
+            pass
+        except requests.exceptions.ReadTimeout:  # a busy engine
+            pass
         time.sleep(0.3)
     raise AssertionError("the CLI's command never started in a container")
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGKILL])
-def test_ctrl_c_and_sigkill_leave_no_container_and_no_relay(docker_client: Any,
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGKILL], ids=["sigint", "sigkill"])
+def test_ctrl_c_and_sigkill_leave_no_container_and_no_relay(engine: Any,
                                                            tmp_path: Path, sig: int) -> None:
     proc = _run_panel(tmp_path, f"h16-cli-{sig.name.lower()}")
     try:
-        _wait_for_sleep(docker_client, proc)
+        _wait_for_sleep(engine, proc)
         proc.send_signal(sig)
         proc.wait(timeout=60)
     finally:
@@ -253,14 +266,14 @@ def test_ctrl_c_and_sigkill_leave_no_container_and_no_relay(docker_client: Any,
             proc.wait()
     owned = {"label": f"{LABEL}.owner-pid={proc.pid}"}
     if sig == signal.SIGKILL:  # nothing can clean up after SIGKILL but the next run
-        assert docker_client.containers.list(all=True, filters=owned)
+        assert engine.containers.list(all=True, filters=owned)
         cleanup = subprocess.run([sys.executable, "-m", "fire_exp", "cleanup"], cwd=ROOT,
                                  capture_output=True, text=True, timeout=120,
                                  env=os.environ | {"PYTHONPATH": str(ROOT)})
         assert cleanup.returncode == 0, cleanup.stderr
     else:
         assert proc.returncode == 130
-    assert not docker_client.containers.list(all=True, filters=owned)
+    assert not engine.containers.list(all=True, filters=owned)
     leftovers = subprocess.run(["pgrep", "-f", "hook_relay.sh|fire-exp-hook|fake_cli.py"],
                                capture_output=True, text=True).stdout.split()
     assert not leftovers, leftovers
