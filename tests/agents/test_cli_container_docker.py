@@ -36,7 +36,6 @@ from fire_exp.policies import build_arm, load_portfolio
 from fire_exp.records import AttemptRecord, record_to_line
 from fire_exp.runner.attempt import AttemptSpec, run_attempt
 from fire_exp.tasks.loader import load_task
-from tests.environments.conftest import docker_client as _engine_fixture  # noqa: F401
 from tests.environments.helpers import make_task
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -226,7 +225,8 @@ def _run_panel(tmp_path: Path, name: str) -> subprocess.Popen[str]:
                         "FAKE_CLI_SCRIPT": json.dumps({"commands": ["sleep 120"]})}
     return subprocess.Popen(
         [sys.executable, "-m", "fire_exp", "run", "panel=demo", "agent=claude-code",
-         f"agent.install={{host_binary: {FAKE_CLI}}}", f"agent.env_passthrough={PASS}",
+         "agent.install.script=null", f"agent.install.host_binary={FAKE_CLI}",
+         f"agent.env_passthrough={PASS}",
          "environment=docker", f"panel.suite={suite}", f"panel.name={name}",
          "panel.eligible=[long-cli-attempt]", "panel.silent=[]", "panel.arms=[real]",
          "panel.attempts=1", f"results_dir={tmp_path / 'results'}", "analyze=false"],
@@ -240,7 +240,7 @@ def _wait_for_sleep(client: Any, proc: subprocess.Popen[str]) -> Any:
         assert proc.poll() is None, proc.stderr.read() if proc.stderr else ""
         try:
             for c in client.containers.list(filters={"label": f"{LABEL}.owner-pid={proc.pid}"}):
-                top = " ".join(" ".join(p) for p in c.top(ps_args="-eo args")["Processes"])
+                top = " ".join(" ".join(p) for p in c.top()["Processes"])
                 if "sleep 120" in top and "hook_relay.sh" in top:
                     return c
         except docker.errors.APIError:  # the container went away between list and top
