@@ -39,7 +39,7 @@ import numpy as np
 
 import fire_exp
 from fire_exp.agents.base import AgentOutcome, ProviderError
-from fire_exp.agents.cli_container import CliPlacement, run_in_container
+from fire_exp.agents.cli_container import CliPlacement, preflight, run_in_container
 from fire_exp.agents.cli_install import InstallSpec, prepare_cli_images
 from fire_exp.agents.cli_transcripts import CliTranscript, parse_claude_stream, parse_codex_json
 from fire_exp.agents.session import AgentSession
@@ -50,6 +50,7 @@ from fire_exp.policies.hook_settings import hook_settings
 from fire_exp.policies.hook_store import ActivitySummary, read_activity
 from fire_exp.policies.model import Family, Step
 from fire_exp.records import Cause, Usage
+from fire_exp.tasks.model import Task
 
 _PACKAGE_PARENT = str(Path(fire_exp.__file__).resolve().parent.parent)
 _KEPT = 4000
@@ -123,6 +124,12 @@ class _HookedCli:
     def prepare_images(self, client: Any, task_images: list[str]) -> dict[str, str]:
         """Preflight for ``environment=docker``: install the CLI into every task image."""
         return prepare_cli_images(client, self.name, self.install, task_images)
+
+    def preflight(self, environment: str, tasks: Sequence[Task],
+                  env_params: dict[str, Any]) -> None:
+        """Before the panel: with ``environment=docker``, the CLI in every task's image."""
+        if environment == "docker":
+            preflight(self, list(tasks), env_params)
 
     def _executable(self) -> str:
         found = shutil.which(self.binary)

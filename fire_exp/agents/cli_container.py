@@ -46,6 +46,7 @@ from fire_exp.records import Cause
 if TYPE_CHECKING:
     from fire_exp.agents.cli_agents import BridgeTarget, _HookedCli
     from fire_exp.environments.docker import DockerEnvironment
+    from fire_exp.tasks.model import Task
 
 BOX = "/opt/fire-exp"
 SHIM = f"{BOX}/bin/fire-exp-hook"
@@ -186,6 +187,7 @@ def run_in_container(agent: _HookedCli, session: AgentSession, target: BridgeTar
                                     agent.target, target.controls)  # type: ignore[arg-type]
             link = _HookLink(env, answerer)
         extra = agent._passed()  # noqa: SLF001 - the keys, for this process only
+        env.redactions = list(extra.values())  # and out of everything copied from /logs
         if agent.target == "codex":
             extra["CODEX_HOME"] = f"{AGENT_DIR}/codex-home"
         placement = env.placement
@@ -230,3 +232,49 @@ def _outcome(agent: _HookedCli, session: AgentSession, target: BridgeTarget | No
             raise ProviderError(message, before_action=True)
         return AgentOutcome(usage=usage, cause=Cause.AGENT_ERROR, error=message)
     return AgentOutcome(usage=usage, error=_hook_warning(summary, target))
+
+
+def preflight(agent: _HookedCli, tasks: list[Task], env_params: dict[str, Any]) -> dict[str, str]:
+    """Before a docker panel: install the CLI into every task's image and try it there.
+
+    Builds (or finds) each task image, makes the CLI image (cached), and runs
+    ``command -v BINARY`` in a throwaway container of it, so a broken install step or a
+    wrong binary stops the run before any attempt is recorded. Returns task name -> the
+    image its attempts will run.
+
+    Raises:
+        EnvironmentFailure: an image, the install or the binary check failed.
+    """
+    from fire_exp.environments.docker import DockerEnvironment, docker_client, owner_labels
+
+    client = docker_client()
+    found: dict[str, str] = {}
+    try:
+        for task in tasks:
+            probe = DockerEnvironment(task, Path("/nonexistent"), "preflight", **env_params)
+            probe._client = client  # noqa: SLF001 - resolve the image as an attempt would
+            image = prepare_cli_image(client, agent.name, probe._resolve_image(),  # noqa: SLF001
+                                      agent.install)
+            binary = agent.install.binary_in_box(agent.binary)
+            if image not in found.values():
+                _try_binary(client, image, binary, agent, owner_labels())
+            found[task.name] = image
+    finally:
+        client.close()
+    return found
+
+
+def _try_binary(client: Any, image: str, binary: str, agent: _HookedCli,
+                labels: dict[str, str]) -> None:
+    import docker.errors
+
+    try:
+        client.containers.run(image, ["sh", "-c", f"command -v {shlex.quote(binary)}"],
+                              entrypoint=[], remove=True, network_mode="none",
+                              volumes=agent.install.volumes() or None,
+                              labels=labels | {"fire-exp.kind": "preflight"})
+    except docker.errors.ContainerError as exc:
+        raise EnvironmentFailure(
+            f"agent={agent.name}: `{binary}` is not in image {image} (exit {exc.exit_status}). "
+            "Give the agent an install step (agent.install.script, agent.install.image or "
+            "agent.install.host_binary; docs/agents.md)") from exc

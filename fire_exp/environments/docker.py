@@ -123,6 +123,8 @@ class DockerEnvironment(Environment):
         # Set by an agent that runs inside the box (a coding CLI): its image, network and
         # mounts. None: the task's image and network as they are.
         self.placement: BoxPlacement | None = None
+        # Values (a CLI's key) to blank out of every file copied from the container's /logs.
+        self.redactions: list[str] = []
 
     @property
     def paths(self) -> BoxPaths:
@@ -324,6 +326,14 @@ class DockerEnvironment(Environment):
         bits, _ = self.container.get_archive(LOGS)
         extract_archive(bits, self.attempt_dir)
         self._logs_copied = True
+        secrets_ = [v for v in self.redactions if len(v) >= 8]
+        for path in (self.attempt_dir / "logs").rglob("*") if secrets_ else ():
+            if path.is_file():
+                data = path.read_bytes()
+                if any(v.encode() in data for v in secrets_):
+                    for value in secrets_:
+                        data = data.replace(value.encode(), b"***")
+                    path.write_bytes(data)
 
     @classmethod
     def reap_orphans(cls) -> int:

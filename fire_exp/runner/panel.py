@@ -92,6 +92,10 @@ def run_panel(panel: Panel, run_dir: Path, progress: Progress | None = None,
         if isinstance(environment, type) and issubclass(environment, Environment):
             environment.reap_orphans()  # containers of dead runs, say
         owed = owed_attempts(panel.schedule, store.read().finished)
+        preflight = getattr(panel.make_agent(), "preflight", None)
+        if preflight is not None and owed:  # e.g. a CLI installed into every task image
+            preflight(panel.config.environment.name, list(panel.tasks.values()),
+                      panel.config.environment.params)
         digest = panel_digest(panel)
         queue = deque(job_for(panel, run_dir, o.item, o.number, digest) for o in owed)
         replaces = {job.attempt_id: o.replaces for job, o in zip(queue, owed, strict=True)}

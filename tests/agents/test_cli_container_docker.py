@@ -91,17 +91,19 @@ DENIED = "sqlite3 evidence/orders.db .dump > /logs/agent/denied-ran.txt"
 def test_claude_code_in_the_container_is_denied_and_the_verifier_sees_its_work(
         engine: Any, script: Any, tmp_path: Path) -> None:
     script([DENIED, "hostname > /logs/agent/where.txt", solve_wal(),
-            f"echo the key is ${KEY_ENV}"])
+            f"echo the key is ${KEY_ENV}", "env > /logs/agent/env-dump.txt"])
     record = attempt(tmp_path, "recover-wal-orders", "real", mounted(ClaudeCodeAgent))
     assert record.passed and record.cause is None and record.error is None and record.valid
     logs = agent_logs(tmp_path)
     assert (logs / "where.txt").read_text() == "fire-box\n"  # the container's hostname
     assert not (logs / "denied-ran.txt").exists()  # the deny reached the CLI in time
     steps = [json.loads(x) for x in (logs / "commands.jsonl").read_text().splitlines()]
-    assert [s["denied"] for s in steps if s["kind"] == "command"] == [True, False, False, False]
+    assert [s["denied"] for s in steps if s["kind"] == "command"] == \
+        [True, False, False, False, False]
     assert steps[3]["output"] == "the key is ***\n"
-    # UserPromptSubmit, 4 x PreToolUse, 3 x PostToolUse, Stop: all reached the host
-    assert record.events == 9 and record.decisions == 1
+    # UserPromptSubmit, 5 x PreToolUse, 4 x PostToolUse, Stop: all reached the host
+    assert record.events == 11 and record.decisions == 1
+    assert f"{KEY_ENV}=***" in (logs / "env-dump.txt").read_text()  # /logs is redacted too
     assert (record.funnel.state, record.funnel.fired, record.funnel.behavior) == (True,) * 3
     assert not (tmp_path / "attempt" / "hooks" / "state").is_relative_to(logs)
     for path in (tmp_path / "attempt").rglob("*"):
@@ -217,7 +219,7 @@ def test_the_openai_agent_still_works_in_docker(engine: Any, monkeypatch: Any,
     assert record.passed and record.cause is None and record.events > 0
 
 
-def _run_panel(tmp_path: Path, name: str) -> subprocess.Popen[str]:
+def _run_panel(tmp_path: Path, name: str, *extra: str) -> subprocess.Popen[str]:
     """A docker panel whose one attempt's CLI runs a command for two minutes."""
     suite = tmp_path / "suite"
     make_task(suite, "long-cli-attempt", agent_timeout=300.0)
@@ -229,8 +231,19 @@ def _run_panel(tmp_path: Path, name: str) -> subprocess.Popen[str]:
          f"agent.env_passthrough={PASS}",
          "environment=docker", f"panel.suite={suite}", f"panel.name={name}",
          "panel.eligible=[long-cli-attempt]", "panel.silent=[]", "panel.arms=[real]",
-         "panel.attempts=1", f"results_dir={tmp_path / 'results'}", "analyze=false"],
+         "panel.attempts=1", f"results_dir={tmp_path / 'results'}", "analyze=false", *extra],
         cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+
+
+def test_the_preflight_stops_a_panel_whose_cli_is_not_in_the_image(engine: Any,
+                                                                   tmp_path: Path) -> None:
+    proc = _run_panel(tmp_path, "h16-cli-preflight", "agent.install.host_binary=null",
+                      "agent.binary=claude-not-installed")
+    _, stderr = proc.communicate(timeout=300)
+    assert proc.returncode == 2, stderr
+    assert "`claude-not-installed` is not in image fire-exp/task-long-cli-attempt" in stderr
+    attempts = list((tmp_path / "results").rglob("attempts.jsonl"))
+    assert all(not p.read_text().strip() for p in attempts)  # nothing was recorded
 
 
 def _wait_for_sleep(client: Any, proc: subprocess.Popen[str]) -> Any:
