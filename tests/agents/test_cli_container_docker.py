@@ -91,11 +91,13 @@ DENIED = "sqlite3 evidence/orders.db .dump > /logs/agent/denied-ran.txt"
 def test_claude_code_in_the_container_is_denied_and_the_verifier_sees_its_work(
         engine: Any, script: Any, tmp_path: Path) -> None:
     script([DENIED, "hostname > /logs/agent/where.txt", solve_wal(),
-            f"echo the key is ${KEY_ENV}", "env > /logs/agent/env-dump.txt"])
+            f"echo the key is ${KEY_ENV}", "env > /logs/agent/env-dump.txt",
+            {"write": "/logs/agent/written.txt", "content": "an edit\n"}])  # Write tool
     record = attempt(tmp_path, "recover-wal-orders", "real", mounted(ClaudeCodeAgent))
     assert record.passed and record.cause is None and record.error is None and record.valid
     logs = agent_logs(tmp_path)
     assert (logs / "where.txt").read_text() == "fire-box\n"  # the container's hostname
+    assert (logs / "written.txt").read_text() == "an edit\n"  # edits land in the container
     assert not (logs / "denied-ran.txt").exists()  # the deny reached the CLI in time
     steps = [json.loads(x) for x in (logs / "commands.jsonl").read_text().splitlines()]
     assert [s["denied"] for s in steps if s["kind"] == "command"] == \
