@@ -68,7 +68,8 @@ def attempt(tmp_path: Path, task: str | Path, arm: str, agent: Any) -> AttemptRe
     real, controls = load_portfolio("fire-core"), load_portfolio("controls")
     env = DockerEnvironment(loaded, tmp_path / "attempt", f"h16-cli-{arm}")
     spec = AttemptSpec(run="r", panel="p", attempt_id=f"h16-cli-{arm}", task=loaded.name,
-                       cohort="eligible", arm=arm, replicate=0, order=0, seed=0)
+                       cohort="eligible", arm=arm, replicate=0, order=0, seed=0,
+                       portfolio=str(real.path), controls=str(controls.path))
     return run_attempt(spec, env, agent, build_arm(arm, real, controls).families,
                        real.families, rng=np.random.default_rng(0))
 
