@@ -11,16 +11,15 @@ nowhere is kept as unplaced, never dropped.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from fire_exp.records import AttemptRecord
+from fire_exp.view.collect import Redact
 
 __all__ = ["TEXT_KEPT", "attempt_detail", "is_near_miss", "timeline"]
 
 TEXT_KEPT = 20_000  # characters of one output or log kept in the page; the rest is elided
-Redact = Callable[[str], str]
 
 
 def is_near_miss(record: AttemptRecord) -> bool:

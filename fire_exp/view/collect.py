@@ -11,7 +11,7 @@ import hashlib
 import math
 import os
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -26,14 +26,15 @@ from fire_exp.records import AttemptRecord, RecordsFileError, read_records
 from fire_exp.report.accounting import read_prereg
 from fire_exp.report.figures import arms_in_order
 
-__all__ = ["RunData", "collect", "format_cell", "secret_redactor", "table_data"]
+__all__ = ["Redact", "RunData", "collect", "format_cell", "secret_redactor", "table_data"]
 
 # Names of environment variables whose values are secrets (API keys, tokens, passwords).
 _SECRET_NAME = re.compile(r"KEY|TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIAL", re.IGNORECASE)
 _MIN_SECRET = 8  # shorter values would redact ordinary words
+Redact = Callable[[str], str]
 
 
-def secret_redactor(environ: Mapping[str, str] | None = None) -> Any:
+def secret_redactor(environ: Mapping[str, str] | None = None) -> Redact:
     """A function replacing every secret-looking environment value with ``***``.
 
     The logs were redacted when written; this catches a secret the viewer's environment

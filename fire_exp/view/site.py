@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from fire_exp.view.attempt import attempt_detail, is_near_miss
-from fire_exp.view.collect import RunData, ordered_arms, table_data
+from fire_exp.view.collect import Redact, RunData, format_cell, ordered_arms, table_data
 from fire_exp.view.figures import draw_figures
 
 __all__ = ["SHARD", "Site", "attempt_script", "write_site"]
@@ -94,7 +94,7 @@ def _record_rows(data: RunData, lk: dict[str, dict[str, int]]) -> list[list[Any]
 
 def _frame_rows(data: RunData, lk: dict[str, dict[str, int]]) -> list[list[Any]]:
     """Rows of a CSV attempts file: no record, no logs, only what the table holds."""
-    rows = []
+    rows: list[list[Any]] = []
     for a in data.loaded.attempts.to_dict("records"):
         rows.append([lk["tasks"][a["task"]], lk["arms"][a["arm"]], int(a["replicate"]),
                      lk["cohorts"][a["cohort"]], int(a["passed"]), float(a["reward"]),
@@ -139,11 +139,10 @@ def format_meta(value: object) -> object:
     return value if isinstance(value, str | int | float | bool) or value is None else str(value)
 
 
-def _write_attempts(data: RunData, out: Path, redact: Any) -> int:
+def _write_attempts(data: RunData, out: Path, redact: Redact) -> int:
     if not data.records:
         rows = data.loaded.attempts.to_dict("records")
-        details = ({k: (v.item() if hasattr(v, "item") else v) for k, v in r.items()}
-                   for r in rows)
+        details = ({k: format_cell(v) for k, v in r.items()} for r in rows)
     else:
         task_dirs = {t: data.task_dir(t) for t in {r.task for r in data.records}}
         details = (attempt_detail(r, data.run_dir, task_dirs[r.task], redact)
@@ -156,7 +155,7 @@ def _write_attempts(data: RunData, out: Path, redact: Any) -> int:
     return n
 
 
-def write_site(data: RunData, out: Path, redact: Any = str) -> Site:
+def write_site(data: RunData, out: Path, redact: Redact = str) -> Site:
     """Write the explorer of ``data`` into ``out`` (replacing a previous one there)."""
     out.mkdir(parents=True, exist_ok=True)
     if (out / "data").is_dir():

@@ -90,6 +90,7 @@ def browser() -> Iterator[Any]:
         options.add_argument(arg)
     options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
     driver = webdriver.Chrome(options=options, service=Service(CHROMEDRIVER))
+    driver.set_page_load_timeout(60)
     try:
         yield driver
     finally:

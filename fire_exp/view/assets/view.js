@@ -124,33 +124,42 @@
     const [a, b, t] = rate < 0.5 ? [CIVIDIS[0], CIVIDIS[1], rate * 2] : [CIVIDIS[1], CIVIDIS[2], rate * 2 - 1];
     return `rgb(${a.map((x, k) => Math.round(x + (b[k] - x) * t)).join(",")})`;
   }
+  function gridRow(t, cells) {
+    const task = D.tasks[t];
+    return el("tr", {}, el("th", { class: "task" }, el("a", { href: hashLink("compare", { task }) }, task)),
+      D.arms.map((arm, a) => {
+        const c = cells.get(t * D.arms.length + a);
+        if (!c) return el("td", { class: "cell empty" }, "–");
+        const link = el("a", { class: "cell", href: hashLink("attempts", { task, arm }),
+          title: `${task} · ${arm}: ${c[0]} of ${c[1]} scored attempts passed` }, `${c[0]}/${c[1]}`);
+        link.style.background = shade(c[0] / c[1]);
+        link.style.color = c[0] / c[1] > 0.6 ? "#000" : "#fff";
+        return el("td", { "data-task": task, "data-arm": arm }, link);
+      }));
+  }
   function renderGrid() {
     const cells = new Map(D.grid.map(([t, a, s, n]) => [t * D.arms.length + a, [s, n]]));
-    const rows = [];
+    const order = []; // cohort header rows (as strings) and task indices, in display order
     D.cohorts.forEach((cohort, ci) => {
       const tasks = D.tasks.map((_, t) => t).filter((t) => D.taskCohort[t] === ci);
-      if (!tasks.length) return;
-      rows.push(el("tr", { class: "cohort" }, el("th", { colspan: D.arms.length + 1 },
-        `${cohort} (${tasks.length} tasks)`)));
-      for (const t of tasks) {
-        const task = D.tasks[t];
-        rows.push(el("tr", {}, el("th", { class: "task" }, el("a", { href: hashLink("compare", { task }) }, task)),
-          D.arms.map((arm, a) => {
-            const c = cells.get(t * D.arms.length + a);
-            if (!c) return el("td", { class: "cell empty" }, "–");
-            const link = el("a", { class: "cell", href: hashLink("attempts", { task, arm }),
-              title: `${task} · ${arm}: ${c[0]} of ${c[1]} scored attempts passed` }, `${c[0]}/${c[1]}`);
-            link.style.background = shade(c[0] / c[1]);
-            link.style.color = c[0] / c[1] > 0.6 ? "#000" : "#fff";
-            return el("td", { "data-task": task, "data-arm": arm }, link);
-          })));
-      }
+      if (tasks.length) order.push(`${cohort} (${tasks.length} tasks)`, ...tasks);
     });
+    const body = el("tbody", {});
+    const mine = token;
+    // Rows are drawn in batches so the first screen shows at once on a 1,000-task panel.
+    const draw = (from) => {
+      if (mine !== token) return;
+      const batch = order.slice(from, from + 150).map((x) => typeof x === "string"
+        ? el("tr", { class: "cohort" }, el("th", { colspan: D.arms.length + 1 }, x)) : gridRow(x, cells));
+      body.append(...batch);
+      if (from + 150 < order.length) setTimeout(() => draw(from + 150), 0);
+    };
+    draw(0);
     main.replaceChildren(el("h1", {}, "Tasks × arms"),
       el("p", { class: "muted" }, "Passed / scored attempts of each task under each arm " +
         "(the report's heatmap). A cell lists its attempts; a task name opens the side-by-side view."),
       el("table", { class: "grid", id: "grid" }, el("thead", {}, el("tr", {}, el("th", {}, "task"),
-        D.arms.map((a) => el("th", {}, a)))), el("tbody", {}, rows)));
+        D.arms.map((a) => el("th", {}, a)))), body));
   }
 
   // ---- attempt list with filters ---------------------------------------------------------
@@ -272,7 +281,7 @@
   function siblings(i) {
     const t = A[i][C.task];
     return el("p", { class: "siblings" }, "Same task: ", A.map((r, j) => j).filter((j) => A[j][C.task] === t)
-      .map((j) => el("a", { href: "#attempt/" + j, class: j === i ? "current" : "" }, `${D.arms[A[j][C.arm]]} r${A[j][C.replicate]}`)));
+      .sort((x, y) => A[x][C.arm] - A[y][C.arm] || A[x][C.replicate] - A[y][C.replicate] || x - y).map((j) => el("a", { href: "#attempt/" + j, class: j === i ? "current" : "" }, `${D.arms[A[j][C.arm]]} r${A[j][C.replicate]}`)));
   }
   function renderAttempt(i) {
     if (!(i >= 0 && i < A.length)) { main.replaceChildren(el("p", { class: "warn" }, "No such attempt.")); return; }
