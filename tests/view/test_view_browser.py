@@ -64,6 +64,10 @@ def test_every_page_loads_without_console_errors(browser, site, served, origin):
                          ("#compare?task=recover-wal-orders", ".side ol.timeline")]:
         _open(browser, base + route, ready)
         assert _errors(browser) == [], route
+        # Parts of a page are elements; a bare text child would be a rendering slip ("null").
+        assert browser.execute_script(
+            "return [...document.getElementById('main').childNodes]"
+            ".filter(n => n.nodeType === 3).map(n => n.textContent)") == [], route
 
 
 def test_grid_has_one_cell_per_task_and_arm(browser, site, records):

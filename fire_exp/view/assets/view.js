@@ -26,6 +26,8 @@
     }
     return e;
   }
+  // replaceChildren would print null as "null": drop absent parts first.
+  const show = (...kids) => main.replaceChildren(...kids.filter((k) => k !== null && k !== undefined));
   const fmt = (v) => (v === null || v === undefined || v === "" ? "–" : String(v));
   const yesno = (v) => (v === null || v === undefined ? "–" : v ? "yes" : "no");
   const pre = (text, cls) => el("pre", { class: cls || "" }, text === null ? "" : text);
@@ -114,7 +116,7 @@
       D.tables.map((t) => el("details", { class: "table", open: open.has(t.name) || null,
         id: "table-" + t.name }, el("summary", {}, `${t.name} (${t.rows.length} rows)`),
         el("div", { class: "scroll" }, table(t.columns, t.rows)))));
-    main.replaceChildren(el("h1", {}, D.title), el("p", { class: "muted" }, D.source),
+    show(el("h1", {}, D.title), el("p", { class: "muted" }, D.source),
       el("div", { class: "cols" }, prereg, analysis), passRateTable(), figures, tables);
   }
 
@@ -155,7 +157,7 @@
       if (from + 150 < order.length) setTimeout(() => draw(from + 150), 0);
     };
     draw(0);
-    main.replaceChildren(el("h1", {}, "Tasks × arms"),
+    show(el("h1", {}, "Tasks × arms"),
       el("p", { class: "muted" }, "Passed / scored attempts of each task under each arm " +
         "(the report's heatmap). A cell lists its attempts; a task name opens the side-by-side view."),
       el("table", { class: "grid", id: "grid" }, el("thead", {}, el("tr", {}, el("th", {}, "task"),
@@ -204,7 +206,7 @@
     const more = match.length > shown ? el("button", { type: "button", id: "more",
       onclick: () => { const n = new URLSearchParams(params); n.set("show", shown + PAGE); location.hash = "attempts?" + n; } },
     `show ${Math.min(PAGE, match.length - shown)} more`) : null;
-    main.replaceChildren(el("h1", {}, "Attempts"), controls,
+    show(el("h1", {}, "Attempts"), controls,
       el("p", { id: "count" }, `${match.length} of ${A.length} attempts`),
       el("table", { class: "data", id: "attempt-list" }, el("thead", {}, el("tr", {},
         ["attempt", "task", "arm", "cohort", "outcome", "reward", "cause", "fired", "risky state",
@@ -284,14 +286,14 @@
       .sort((x, y) => A[x][C.arm] - A[y][C.arm] || A[x][C.replicate] - A[y][C.replicate] || x - y).map((j) => el("a", { href: "#attempt/" + j, class: j === i ? "current" : "" }, `${D.arms[A[j][C.arm]]} r${A[j][C.replicate]}`)));
   }
   function renderAttempt(i) {
-    if (!(i >= 0 && i < A.length)) { main.replaceChildren(el("p", { class: "warn" }, "No such attempt.")); return; }
+    if (!(i >= 0 && i < A.length)) { show(el("p", { class: "warn" }, "No such attempt.")); return; }
     const mine = token, row = A[i], task = D.tasks[row[C.task]], arm = D.arms[row[C.arm]];
     const title = el("h1", {}, idOf(i));
     const sub = el("p", { class: "muted" }, `${task} · ${arm} · ${D.cohorts[row[C.cohort]]} · replicate ${row[C.replicate]} · `,
       el("a", { href: hashLink("compare", { task, a: arm }) }, "side by side"));
-    main.replaceChildren(title, sub, siblings(i), el("p", {}, "Loading attempt…"));
-    loadAttempt(i).then((d) => { if (mine === token) main.replaceChildren(title, sub, siblings(i), attemptView(i, d, false)); },
-      (e) => { if (mine === token) main.replaceChildren(title, el("p", { class: "warn" }, String(e.message))); });
+    show(title, sub, siblings(i), el("p", {}, "Loading attempt…"));
+    loadAttempt(i).then((d) => { if (mine === token) show(title, sub, siblings(i), attemptView(i, d, false)); },
+      (e) => { if (mine === token) show(title, el("p", { class: "warn" }, String(e.message))); });
   }
 
   // ---- side by side ---------------------------------------------------------------------------
@@ -319,7 +321,7 @@
         (e) => { if (mine === token) slot.replaceChildren(el("p", { class: "warn" }, String(e.message))); });
       return box;
     };
-    main.replaceChildren(el("h1", {}, "Side by side"),
+    show(el("h1", {}, "Side by side"),
       el("form", { class: "filters", onsubmit: (e) => e.preventDefault() }, pick("task", D.tasks, task), pick("a", D.arms, a), pick("b", D.arms, b)),
       el("div", { class: "compare" }, column(a, "ia"), column(b, "ib")));
   }
