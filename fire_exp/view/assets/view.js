@@ -238,7 +238,7 @@
       !["family", "state", "fired", "behavior", "passed"].includes(k));
     const rows = d.family_funnel.map((f) => [f.family, yesno(f.state), yesno(f.fired), yesno(f.behavior), yesno(f.passed),
       ...extra.map((k) => fmt(typeof f[k] === "object" && f[k] !== null ? JSON.stringify(f[k]) : f[k]))]);
-    rows.push(["attempt", yesno(d.funnel.state), yesno(d.funnel.fired), yesno(d.funnel.behavior), yesno(d.funnel.passed), ...extra.map(() => "")]);
+    rows.push(["whole attempt", yesno(d.funnel.state), yesno(d.funnel.fired), yesno(d.funnel.behavior), yesno(d.funnel.passed), ...extra.map(() => "")]);
     return table(["family", "risky state", "fired", "behavior", "passed", ...extra], rows);
   }
   function lineageLink(id) {
@@ -313,7 +313,7 @@
       const chosen = idx.includes(wanted) ? wanted : (idx.length ? idx[0] : -1);
       const box = el("div", { class: "side" }, el("h2", {}, arm), el("p", {}, idx.map((j) =>
         el("a", { href: "#", class: j === chosen ? "current" : "", onclick: (e) => { e.preventDefault(); set(key, j); } },
-          `r${A[j][C.replicate]}${A[j][C.passed] ? " ✓" : " ✗"} `)), el("a", { href: "#attempt/" + chosen }, " open")));
+          `r${A[j][C.replicate]}${A[j][C.passed] ? " ✓" : " ✗"} `)), " · ", el("a", { href: "#attempt/" + chosen }, "open this attempt")));
       if (chosen < 0) { box.append(el("p", { class: "muted" }, "no attempt of this arm on this task")); return box; }
       const slot = el("div", {}, "Loading…");
       box.append(slot);
