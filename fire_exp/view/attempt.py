@@ -22,10 +22,16 @@ __all__ = ["TEXT_KEPT", "attempt_detail", "is_near_miss", "timeline"]
 TEXT_KEPT = 20_000  # characters of one output or log kept in the page; the rest is elided
 
 
-def is_near_miss(record: AttemptRecord) -> bool:
-    """DESIGN's near-miss: the risky state arose, the behavior did not follow, yet it passed."""
+def is_near_miss(record: AttemptRecord) -> bool | None:
+    """DESIGN's near-miss: the risky state arose, the behavior did not follow, yet it passed.
+
+    The analysis' ``near_miss_pct`` counts the same attempts. None when the attempt's state
+    or behavior could not be coded (no eligible family, or an uncodable marker).
+    """
     f = record.funnel
-    return bool(f.state) and f.behavior is False and record.passed
+    if f.state is None or f.behavior is None:
+        return None
+    return f.state and not f.behavior and record.passed
 
 
 def _clip(text: str, redact: Redact) -> str:

@@ -85,7 +85,7 @@ def _record_rows(data: RunData, lk: dict[str, dict[str, int]]) -> list[list[Any]
         rows.append([lk["tasks"][r.task], lk["arms"][r.arm], r.replicate,
                      lk["cohorts"][r.cohort], int(r.passed), r.reward,
                      lk["causes"][r.cause.value] if r.cause else None, int(r.funnel.fired),
-                     _tri(r.funnel.state), _tri(r.funnel.behavior), int(is_near_miss(r)),
+                     _tri(r.funnel.state), _tri(r.funnel.behavior), _tri(is_near_miss(r)),
                      [lk["families"][f] for f in r.families], int(r.valid),
                      int(r.lineage.replaced_by is not None),
                      None if r.attempt_id == default_id else r.attempt_id])
