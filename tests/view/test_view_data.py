@@ -77,6 +77,9 @@ def test_overview_tables_are_the_analysis_tables(site, demo_run):
     assert index["tables"] == json.loads(json.dumps(expected))
     assert index["notes"] == list(result.notes)
     assert index["prereg"]["panel"] == "demo" and len(index["prereg"]["sha256"]) == 64
+    assert sum(n for *_, n in index["grid"]) == result.metadata["n_scored"] == 15
+    assert sum(s for *_, s, _ in index["grid"]) == int(result.pass_rates.query(
+        "cohort == 'all'")["successes"].sum())
 
 
 def test_a_csv_attempts_file_gets_grid_and_list(tmp_path):

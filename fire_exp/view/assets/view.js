@@ -128,7 +128,7 @@
   }
   function gridRow(t, cells) {
     const task = D.tasks[t];
-    return el("tr", {}, el("th", { class: "task" }, el("a", { href: hashLink("compare", { task }) }, task)),
+    return el("tr", {}, el("th", { class: "task", title: task }, el("a", { href: hashLink("compare", { task }) }, task)),
       D.arms.map((arm, a) => {
         const c = cells.get(t * D.arms.length + a);
         if (!c) return el("td", { class: "cell empty" }, "–");
@@ -146,17 +146,8 @@
       const tasks = D.tasks.map((_, t) => t).filter((t) => D.taskCohort[t] === ci);
       if (tasks.length) order.push(`${cohort} (${tasks.length} tasks)`, ...tasks);
     });
-    const body = el("tbody", {});
-    const mine = token;
-    // Rows are drawn in batches so the first screen shows at once on a 1,000-task panel.
-    const draw = (from) => {
-      if (mine !== token) return;
-      const batch = order.slice(from, from + 150).map((x) => typeof x === "string"
-        ? el("tr", { class: "cohort" }, el("th", { colspan: D.arms.length + 1 }, x)) : gridRow(x, cells));
-      body.append(...batch);
-      if (from + 150 < order.length) setTimeout(() => draw(from + 150), 0);
-    };
-    draw(0);
+    const body = el("tbody", {}, order.map((x) => typeof x === "string"
+      ? el("tr", { class: "cohort" }, el("th", { colspan: D.arms.length + 1 }, x)) : gridRow(x, cells)));
     show(el("h1", {}, "Tasks × arms"),
       el("p", { class: "muted" }, "Passed / scored attempts of each task under each arm " +
         "(the report's heatmap). A cell lists its attempts; a task name opens the side-by-side view."),
@@ -292,7 +283,7 @@
     const sub = el("p", { class: "muted" }, `${task} · ${arm} · ${D.cohorts[row[C.cohort]]} · replicate ${row[C.replicate]} · `,
       el("a", { href: hashLink("compare", { task, a: arm }) }, "side by side"));
     show(title, sub, siblings(i), el("p", {}, "Loading attempt…"));
-    loadAttempt(i).then((d) => { if (mine === token) show(title, sub, siblings(i), attemptView(i, d, false)); },
+    return loadAttempt(i).then((d) => { if (mine === token) show(title, sub, siblings(i), attemptView(i, d, false)); },
       (e) => { if (mine === token) show(title, el("p", { class: "warn" }, String(e.message))); });
   }
 
@@ -307,6 +298,7 @@
     const pick = (k, values, current) => el("label", {}, k + " ", el("select", { name: k, onchange: (e) => set(k, e.target.value) },
       values.map((v) => el("option", { value: v, selected: v === current || null }, v))));
     const mine = token;
+    const loads = [];
     const column = (arm, key) => {
       const idx = A.map((r, j) => j).filter((j) => D.tasks[A[j][C.task]] === task && D.arms[A[j][C.arm]] === arm);
       const wanted = Number(params.get(key));
@@ -317,30 +309,34 @@
       if (chosen < 0) { box.append(el("p", { class: "muted" }, "no attempt of this arm on this task")); return box; }
       const slot = el("div", {}, "Loading…");
       box.append(slot);
-      loadAttempt(chosen).then((d) => { if (mine === token) slot.replaceChildren(attemptView(chosen, d, true)); },
-        (e) => { if (mine === token) slot.replaceChildren(el("p", { class: "warn" }, String(e.message))); });
+      loads.push(loadAttempt(chosen).then((d) => { if (mine === token) slot.replaceChildren(attemptView(chosen, d, true)); },
+        (e) => { if (mine === token) slot.replaceChildren(el("p", { class: "warn" }, String(e.message))); }));
       return box;
     };
     show(el("h1", {}, "Side by side"),
       el("form", { class: "filters", onsubmit: (e) => e.preventDefault() }, pick("task", D.tasks, task), pick("a", D.arms, a), pick("b", D.arms, b)),
       el("div", { class: "compare" }, column(a, "ia"), column(b, "ib")));
+    return Promise.all(loads);
   }
 
   // ---- routing ------------------------------------------------------------------------------------
   function render() {
-    token += 1;
+    const mine = ++token;
+    window.FIRE_DRAWN = undefined;
     const raw = location.hash.slice(1) || "overview";
     const q = raw.indexOf("?");
     const path = q < 0 ? raw : raw.slice(0, q);
     const params = new URLSearchParams(q < 0 ? "" : raw.slice(q + 1));
     const [route, arg] = path.split("/");
     document.querySelectorAll("nav a").forEach((a) => a.classList.toggle("active", a.dataset.route === route));
-    if (route === "grid") renderGrid();
-    else if (route === "attempts") renderAttempts(params);
-    else if (route === "attempt") renderAttempt(Number(arg));
-    else if (route === "compare") renderCompare(params);
-    else renderOverview();
+    const pages = { grid: renderGrid, attempts: () => renderAttempts(params),
+      attempt: () => renderAttempt(Number(arg)), compare: () => renderCompare(params) };
+    const done = (pages[route] || renderOverview)();
     window.scrollTo(0, 0);
+    // FIRE_DRAWN: when this route's page was last painted (ms from navigation; the benchmark).
+    Promise.resolve(done).then(() => requestAnimationFrame(() => setTimeout(() => {
+      if (mine === token) window.FIRE_DRAWN = performance.now();
+    }, 0)));
   }
   document.getElementById("title").textContent = "fire-exp view · " + D.title;
   document.title = "fire-exp view · " + D.title;
