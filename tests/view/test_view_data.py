@@ -107,3 +107,12 @@ def test_a_malformed_attempts_file_is_refused_with_its_line(tmp_path, capsys, li
     assert fire_exp_main(["view", str(path), "--plan", "demo"]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and f"{path}:" in err and "line 1" in err
+
+
+def test_the_run_summary_and_report_point_to_the_view(demo_run, tmp_path):
+    from fire_exp.report import build_report, summarize_run
+
+    plan = REPO / "analysis" / "demo.yaml"
+    assert f"fire-exp view {demo_run}" in summarize_run(demo_run, plan)
+    report = build_report(demo_run, plan, tmp_path / "report")
+    assert f"`fire-exp view {demo_run}`" in (report.out / "report.md").read_text()
