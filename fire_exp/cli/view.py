@@ -2,8 +2,9 @@
 
 RUN is a run folder (``attempts.jsonl``, optional ``prereg.json``) or an attempts file.
 Writes a self-contained static site to DIR (default ``RUN/view``): open ``index.html`` in
-a browser, from the file system or any static file server. The plan defaults to the one
-the run's preregistration froze, else ``analysis/default.yaml``.
+a browser, from the file system or any static file server. The plan is the one the run's
+preregistration froze unless ``--plan`` names another (as ``fire-exp report``); the
+output says which.
 """
 
 from __future__ import annotations
@@ -20,16 +21,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("run", type=Path, metavar="RUN",
                         help="run folder or attempts file (JSONL or CSV)")
     parser.add_argument("--plan", default=None,
-                        help="analysis plan (default: the preregistered one, else default)")
+                        help="analysis plan (default: the one frozen with the run)")
     parser.add_argument("--out", type=Path, default=None, help="site folder (default RUN/view)")
     args = parser.parse_args(argv)
 
-    from fire_exp.cli.analyze import resolve_plan
-    from fire_exp.cli.report import default_plan
     from fire_exp.view import build_view
 
-    plan = resolve_plan(args.plan) if args.plan else default_plan(args.run)
-    site = build_view(args.run, plan, args.out)
-    print(f"run explorer of {site.n_attempts} attempts (plan {plan}): {site.index.resolve()}\n"
-          f"open it in a browser, or serve it: python -m http.server -d {site.out}")
+    site = build_view(args.run, args.plan, args.out)
+    print(f"{site.plan_used}\nrun explorer of {site.n_attempts} attempts: "
+          f"{site.index.resolve()}\nopen it in a browser, or serve it: "
+          f"python -m http.server -d {site.out}")
     return 0

@@ -132,6 +132,7 @@ def attempt_detail(record: AttemptRecord, run_dir: Path, task_dir: Path | None,
     logs = run_dir / record.log_dir / "logs" if record.log_dir else None
     data = record.model_dump(mode="json")
     data["error"] = redact(data["error"]) if data.get("error") else data.get("error")
+    data["coding_errors"] = {k: redact(v) for k, v in (data.get("coding_errors") or {}).items()}
     data["near_miss"] = is_near_miss(record)
     data["instruction"] = _instruction(task_dir, redact)
     if logs is None or not logs.is_dir():

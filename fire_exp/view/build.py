@@ -16,18 +16,18 @@ def default_out(run: Path) -> Path:
     return run / "view" if run.is_dir() else run.parent / f"{run.stem}-view"
 
 
-def build_view(run: Path | str, plan: AnalysisPlan | Path | str,
+def build_view(run: Path | str, plan: AnalysisPlan | Path | str | None = None,
                out: Path | str | None = None) -> Site:
     """Analyse ``run`` with ``plan`` and write its explorer into ``out``.
 
     Args:
         run: a run folder (``attempts.jsonl``, optional ``prereg.json``) or an attempts
             file (JSONL, or CSV without per-attempt logs).
-        plan: the analysis plan (object or YAML path).
+        plan: the analysis plan (object, file or name); None: the one frozen with the run.
         out: the site folder (default: ``default_out(run)``).
 
     Raises:
-        InputError: a missing or malformed attempts file or plan.
+        InputError: a missing or malformed attempts file, manifest or plan.
     """
     run = Path(run)
     data = collect(run, plan)

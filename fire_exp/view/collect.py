@@ -2,7 +2,7 @@
 
 Every number of the overview comes from ``fire_exp.analysis.analyze`` (its tables, metadata
 and notes, rendered generically by name so a table the analysis adds simply appears); the
-grid counts come from the analysis' scored attempts, as the report's heatmap does.
+grid's counts are the analysis' ``tasks`` table, as in the report's heatmap.
 """
 
 from __future__ import annotations
@@ -19,12 +19,8 @@ from typing import Any
 import pandas as pd
 
 from fire_exp.agents.chat_client import redact
-from fire_exp.analysis import AnalysisPlan, AnalysisResult, analyze, load_attempts, load_plan
-from fire_exp.analysis.load import LoadedAttempts, loaded_from_records
-from fire_exp.errors import InputError
-from fire_exp.records import AttemptRecord, RecordsFileError, read_records
-from fire_exp.report.accounting import read_prereg
-from fire_exp.report.figures import arms_in_order
+from fire_exp.analysis import AnalysisPlan, AnalysisResult, RunInputs, analyze, read_run
+from fire_exp.records import AttemptRecord
 
 __all__ = ["Redact", "RunData", "collect", "format_cell", "secret_redactor", "table_data"]
 
@@ -79,85 +75,50 @@ class RunData:
     """A run as the explorer reads it.
 
     Attributes:
-        source: the attempts file.
-        run_dir: the folder the records' ``log_dir`` is relative to.
-        records: every finished record (replaced and invalid ones included); empty for CSV.
-        loaded: the analysis' scored attempts.
+        inputs: what ``read_run`` read (scored attempts, raw records, manifest, file).
         result: the analysis.
-        plan_path: the analysis plan used.
-        prereg: the run's preregistration manifest, if any.
-        prereg_sha256: SHA-256 of ``prereg.json``.
-        plan: the analysis plan object.
+        records: every finished record (replaced and invalid ones included); empty for CSV.
+        prereg_sha256: SHA-256 of ``prereg.json`` (None without one).
     """
 
-    source: Path
-    run_dir: Path
-    records: tuple[AttemptRecord, ...]
-    loaded: LoadedAttempts
+    inputs: RunInputs
     result: AnalysisResult
-    plan_path: Path | None
-    prereg: dict[str, Any] | None
+    records: tuple[AttemptRecord, ...]
     prereg_sha256: str | None
-    plan: AnalysisPlan
 
     @property
-    def main_cohort(self) -> str:
-        """The primary contrast's cohort if the attempts have it, else ``all``."""
-        cohort = self.plan.primary.cohort
-        return cohort if cohort in set(self.loaded.attempts["cohort"]) else "all"
+    def source(self) -> Path:
+        """The attempts file."""
+        assert self.inputs.path is not None  # read_run always reads a file
+        return self.inputs.path
 
     @property
-    def suite_cohort(self) -> str:
-        """``all`` when the plan analyses it, else the main cohort (as the report)."""
-        return "all" if "all" in self.plan.cohorts else self.main_cohort
+    def run_dir(self) -> Path:
+        """The folder the records' ``log_dir`` is relative to."""
+        return self.source.parent
 
     def task_dir(self, task: str) -> Path | None:
         """The task folder the preregistration hashed, if it still exists."""
-        entry = (self.prereg or {}).get("hashes", {}).get(f"task:{task}", {})
+        entry = (self.inputs.prereg or {}).get("hashes", {}).get(f"task:{task}", {})
         path = Path(entry.get("path", "")) if isinstance(entry, dict) else None
         return path if path is not None and path.is_dir() else None
 
 
-def attempts_file(run: Path) -> Path:
-    """The attempts file of ``run`` (a run folder or the file itself)."""
-    path = run / "attempts.jsonl" if run.is_dir() else run
-    if not path.is_file():
-        raise InputError(path, "<file>", "no such attempts file",
-                         "pass a run folder holding attempts.jsonl, or an attempts file")
-    return path
+def collect(run: Path | str, plan: AnalysisPlan | Path | str | None = None) -> RunData:
+    """Read ``run`` (a run folder or an attempts file) and analyse it.
 
-
-def collect(run: Path | str, plan: AnalysisPlan | Path | str) -> RunData:
-    """Read ``run`` (a run folder or an attempts file) and analyse it with ``plan``.
+    Args:
+        run: a run folder or an attempts file (JSONL or CSV).
+        plan: the analysis plan; None: the one frozen with the run (as ``fire-exp report``).
 
     Raises:
-        InputError: a missing or malformed attempts file or plan, or no scored attempt.
+        InputError: a missing or malformed attempts file, manifest or plan, or no scored
+            attempt.
     """
-    source = attempts_file(Path(run))
-    plan_path = None if isinstance(plan, AnalysisPlan) else Path(plan)
-    plan = plan if isinstance(plan, AnalysisPlan) else load_plan(plan)
-    records: tuple[AttemptRecord, ...] = ()
-    if source.suffix.lower() == ".csv":
-        loaded = load_attempts(source)
-    else:
-        try:
-            read = read_records(source)
-        except RecordsFileError as exc:
-            raise InputError(exc.path, f"line {exc.line}, field '{exc.field}'", str(exc),
-                             "fix or remove that line") from exc
-        records = tuple(read.finished)
-        loaded = loaded_from_records(read, source)
-    if loaded.attempts.empty:
-        raise InputError(source, "<attempts>", "no finished, valid attempt to view yet",
-                         "wait for the first attempt to finish")
-    prereg_path = source.parent / "prereg.json"
-    prereg = read_prereg(prereg_path)
-    digest = hashlib.sha256(prereg_path.read_bytes()).hexdigest() if prereg else None
-    return RunData(source, source.parent, records, loaded, analyze(loaded, plan), plan_path,
-                   prereg, digest, plan)
-
-
-def ordered_arms(data: RunData) -> list[str]:
-    """The run's arms in the paper's order."""
-    arms = {r.arm for r in data.records} | set(data.loaded.attempts["arm"])
-    return arms_in_order(sorted(arms))
+    inputs = read_run(run)
+    result = analyze(inputs, plan)
+    records = tuple(inputs.records.finished) if inputs.records is not None else ()
+    prereg = inputs.path.parent / "prereg.json" if inputs.path is not None else None
+    digest = (hashlib.sha256(prereg.read_bytes()).hexdigest()
+              if inputs.prereg is not None and prereg is not None else None)
+    return RunData(inputs, result, records, digest)

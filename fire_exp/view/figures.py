@@ -13,15 +13,14 @@ from fire_exp.analysis import AnalysisResult
 __all__ = ["draw_figures"]
 
 
-def draw_figures(result: AnalysisResult, out: Path, main_cohort: str,
-                 suite_cohort: str) -> list[Path]:
+def draw_figures(result: AnalysisResult, out: Path) -> list[Path]:
     """Pass rates, the funnel and pass^k per arm as PNGs in ``out``; returns their paths.
+
+    The same figures, cohorts and conditions as ``fire_exp.report.build``.
 
     Args:
         result: the analysis.
         out: the figures folder.
-        main_cohort: the cohort the report draws the funnel for (the primary contrast's).
-        suite_cohort: the cohort the report draws pass^k for.
     """
     from fire_exp.report.figures import pass_rate_figure
     from fire_exp.report.plots import funnel_figure, pass_k_figure
@@ -31,9 +30,9 @@ def draw_figures(result: AnalysisResult, out: Path, main_cohort: str,
     paths = pass_rate_figure(result.pass_rates, out / "fig_pass_rates", cohorts or ("all",))
     f = result.funnel
     if not f.empty and f[["state", "fired", "behavior"]].to_numpy().any():
-        paths += funnel_figure(f, out / "fig_funnel", main_cohort)
+        paths += funnel_figure(f, out / "fig_funnel", result.main_cohort)
     if not result.pass_k.empty:
-        paths += pass_k_figure(result.pass_k, out / "fig_pass_k", suite_cohort)
+        paths += pass_k_figure(result.pass_k, out / "fig_pass_k", result.suite_cohort)
     for pdf in (p for p in paths if p.suffix == ".pdf"):
         pdf.unlink()
     return [p for p in paths if p.suffix == ".png"]

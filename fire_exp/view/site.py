@@ -19,8 +19,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from fire_exp.analysis import arms_in_order
 from fire_exp.view.attempt import attempt_detail, is_near_miss
-from fire_exp.view.collect import Redact, RunData, format_cell, ordered_arms, table_data
+from fire_exp.view.collect import Redact, RunData, format_cell, table_data
 from fire_exp.view.figures import draw_figures
 
 __all__ = ["SHARD", "Site", "attempt_script", "write_site"]
@@ -39,6 +40,7 @@ class Site:
     index: Path
     n_attempts: int
     figures: tuple[Path, ...]
+    plan_used: str = ""  # which plan analysed the run, and where it came from
 
 
 def _js(value: Any) -> str:
@@ -61,7 +63,7 @@ def _lookup(values: list[str]) -> dict[str, int]:
 
 
 def _prereg_summary(data: RunData) -> dict[str, Any] | None:
-    p = data.prereg
+    p = data.inputs.prereg
     if p is None:
         return None
     hashes = p.get("hashes", {})
@@ -73,9 +75,10 @@ def _prereg_summary(data: RunData) -> dict[str, Any] | None:
 
 
 def _grid(data: RunData, tasks: dict[str, int], arms: dict[str, int]) -> list[list[int]]:
-    att = data.loaded.attempts
-    agg = att.groupby(["task", "arm"], sort=True)["passed"].agg(["sum", "count"])
-    return [[tasks[t], arms[a], int(s), int(n)] for (t, a), (s, n) in agg.iterrows()]
+    """[task, arm, successes, attempts] per cell, from the analysis' ``tasks`` table."""
+    cells = data.result.tasks.drop_duplicates(["task", "arm"])
+    return [[tasks[t], arms[a], int(s), int(n)] for t, a, s, n in
+            cells[["task", "arm", "successes", "attempts"]].itertuples(index=False)]
 
 
 def _record_rows(data: RunData, lk: dict[str, dict[str, int]]) -> list[list[Any]]:
@@ -95,7 +98,7 @@ def _record_rows(data: RunData, lk: dict[str, dict[str, int]]) -> list[list[Any]
 def _frame_rows(data: RunData, lk: dict[str, dict[str, int]]) -> list[list[Any]]:
     """Rows of a CSV attempts file: no record, no logs, only what the table holds."""
     rows: list[list[Any]] = []
-    for a in data.loaded.attempts.to_dict("records"):
+    for a in data.inputs.loaded.attempts.to_dict("records"):
         rows.append([lk["tasks"][a["task"]], lk["arms"][a["arm"]], int(a["replicate"]),
                      lk["cohorts"][a["cohort"]], int(a["passed"]), float(a["reward"]),
                      lk["causes"][a["cause"]] if a["cause"] else None, None, None, None,
@@ -105,12 +108,12 @@ def _frame_rows(data: RunData, lk: dict[str, dict[str, int]]) -> list[list[Any]]
 
 def build_index(data: RunData, figures: list[Path], out: Path) -> dict[str, Any]:
     """The overview and one short row per attempt, as JSON-ready data."""
-    att = data.loaded.attempts
+    att = data.inputs.loaded.attempts
     recs = data.records
     tasks = sorted({r.task for r in recs} | set(att["task"]))
     cohort_of = {r.task: r.cohort for r in recs} | dict(zip(att["task"], att["cohort"],
                                                              strict=True))
-    names = {"tasks": tasks, "arms": ordered_arms(data),
+    names = {"tasks": tasks, "arms": arms_in_order(sorted({r.arm for r in recs} | set(att["arm"]))),
              "cohorts": sorted(set(cohort_of.values())),
              "families": sorted({f for r in recs for f in r.families}),
              "causes": sorted({r.cause.value for r in recs if r.cause}
@@ -121,9 +124,9 @@ def build_index(data: RunData, figures: list[Path], out: Path) -> dict[str, Any]
     return {
         "title": f"{recs[0].panel} / {recs[0].run}" if recs else data.source.stem,
         "source": str(data.source), "prereg": _prereg_summary(data),
-        "plan": {"path": str(data.plan_path) if data.plan_path else None,
-                 **{k: format_meta(plan_meta.get(k)) for k in ("plan", "plan_hash", "seed")}},
-        "metadata": {k: format_meta(v) for k, v in plan_meta.items()},
+        "plan": {k: format_meta(plan_meta.get(k)) for k in
+                 ("plan", "plan_hash", "seed", "plan_path", "plan_used")},
+        "metadata": json.loads(json.dumps(dict(plan_meta), default=str)),
         "notes": list(res.notes),
         "tables": [table_data(n, f) for n, f in res.tables().items() if not f.empty],
         "figures": [{"name": p.stem, "src": p.relative_to(out).as_posix()} for p in figures],
@@ -141,7 +144,7 @@ def format_meta(value: object) -> object:
 
 def _write_attempts(data: RunData, out: Path, redact: Redact) -> int:
     if not data.records:
-        rows = data.loaded.attempts.to_dict("records")
+        rows = data.inputs.loaded.attempts.to_dict("records")
         details = ({k: format_cell(v) for k, v in r.items()} for r in rows)
     else:
         task_dirs = {t: data.task_dir(t) for t in {r.task for r in data.records}}
@@ -162,10 +165,10 @@ def write_site(data: RunData, out: Path, redact: Redact = str) -> Site:
         shutil.rmtree(out / "data")
     for asset in ASSETS.iterdir():
         shutil.copyfile(asset, out / asset.name)
-    figures = draw_figures(data.result, out / "figures", data.main_cohort,
-                           data.suite_cohort)
+    figures = draw_figures(data.result, out / "figures")
     index = build_index(data, figures, out)
     (out / "data").mkdir()
     (out / "data" / "index.js").write_text(f"FIRE_INDEX={_js(index)};\n", encoding="utf-8")
     n = _write_attempts(data, out, redact)
-    return Site(out, out / "index.html", n, tuple(figures))
+    return Site(out, out / "index.html", n, tuple(figures),
+                str(data.result.metadata.get("plan_used", "")))

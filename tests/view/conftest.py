@@ -32,15 +32,16 @@ SECRET = "sk-test-viewsecret-0123456789"
 def demo_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A real run of the demo panel on 3 tasks x 5 arms x 1 attempt (local environment).
 
-    One command output is then rewritten to hold ``HOSTILE`` and ``SECRET``, as an agent's
+    What the run printed is kept in ``RESULTS/run-stdout.txt``. One command output is then
+    rewritten to hold ``HOSTILE`` and ``SECRET``, as an agent's
     output could.
     """
     results = tmp_path_factory.mktemp("view-results")
     proc = run_cli("run", "panel=demo", "panel.attempts=1",
                    "panel.eligible=[recover-wal-orders,serve-status-page]",
-                   "panel.silent=[csv-column-stats]", f"results_dir={results}", "run=view",
-                   "analyze=false")
+                   "panel.silent=[csv-column-stats]", f"results_dir={results}", "run=view")
     assert proc.returncode == 0, proc.stderr
+    (results / "run-stdout.txt").write_text(proc.stdout)  # beside the run folder
     run = results / "demo" / "view"
     log = run / "attempts" / "csv-column-stats" / "baseline" / "r0" / "logs" / "agent" \
         / "commands.jsonl"

@@ -72,7 +72,7 @@ def test_the_site_needs_no_network(site):
 
 def test_overview_tables_are_the_analysis_tables(site, demo_run):
     index = _index(site)
-    result = analyze(demo_run / "attempts.jsonl", REPO / "analysis" / "demo.yaml")
+    result = analyze(demo_run, REPO / "analysis" / "demo.yaml")
     expected = [table_data(n, f) for n, f in result.tables().items() if not f.empty]
     assert index["tables"] == json.loads(json.dumps(expected))
     assert index["notes"] == list(result.notes)
@@ -110,9 +110,9 @@ def test_a_malformed_attempts_file_is_refused_with_its_line(tmp_path, capsys, li
 
 
 def test_the_run_summary_and_report_point_to_the_view(demo_run, tmp_path):
-    from fire_exp.report import build_report, summarize_run
+    from fire_exp.report import build_report
 
-    plan = REPO / "analysis" / "demo.yaml"
-    assert f"fire-exp view {demo_run}" in summarize_run(demo_run, plan)
-    report = build_report(demo_run, plan, tmp_path / "report")
+    printed = (demo_run.parent.parent / "run-stdout.txt").read_text()
+    assert f"every attempt in the browser: fire-exp view {demo_run}" in printed
+    report = build_report(demo_run, None, tmp_path / "report")
     assert f"`fire-exp view {demo_run}`" in (report.out / "report.md").read_text()

@@ -102,8 +102,10 @@
       : el("section", {}, el("h2", {}, "Preregistration"),
         el("p", { class: "warn" }, "No prereg.json beside the attempts file."));
     const m = D.metadata;
-    const analysis = el("section", {}, el("h2", {}, "Analysis"), dl([
-      ["plan", `${fmt(D.plan.plan)} (${fmt(D.plan.path)})`],
+    const status = m.run_status || {};
+    const analysis = el("section", {}, el("h2", {}, "Analysis"),
+      status.partial ? el("p", { class: "warn" }, "Partial run: " + status.message) : null, dl([
+      ["plan", fmt(D.plan.plan_used)],
       ["plan hash", el("code", {}, fmt(D.plan.plan_hash))], ["seed", D.plan.seed],
       ["records", m.n_records], ["scored attempts", m.n_scored], ["invalid", m.n_invalid],
       ["replaced", m.n_superseded], ["infrastructure failures", m.n_infrastructure_failures]]),
@@ -227,10 +229,14 @@
   function familyTable(d) {
     const extra = [...new Set(d.family_funnel.flatMap((f) => Object.keys(f)))].filter((k) =>
       !["family", "state", "fired", "behavior", "passed"].includes(k));
+    const errors = d.coding_errors || {};
+    const note = Object.keys(errors).length ? ["extractor error"] : [];
     const rows = d.family_funnel.map((f) => [f.family, yesno(f.state), yesno(f.fired), yesno(f.behavior), yesno(f.passed),
-      ...extra.map((k) => fmt(typeof f[k] === "object" && f[k] !== null ? JSON.stringify(f[k]) : f[k]))]);
-    rows.push(["whole attempt", yesno(d.funnel.state), yesno(d.funnel.fired), yesno(d.funnel.behavior), yesno(d.funnel.passed), ...extra.map(() => "")]);
-    return table(["family", "risky state", "fired", "behavior", "passed", ...extra], rows);
+      ...extra.map((k) => fmt(typeof f[k] === "object" && f[k] !== null ? JSON.stringify(f[k]) : f[k])),
+      ...note.map(() => fmt(errors[f.family]))]);
+    rows.push(["whole attempt", yesno(d.funnel.state), yesno(d.funnel.fired), yesno(d.funnel.behavior), yesno(d.funnel.passed),
+      ...extra.map(() => ""), ...note.map(() => "")]);
+    return table(["family", "risky state", "fired", "behavior", "passed", ...extra, ...note], rows);
   }
   function lineageLink(id) {
     if (!id) return "–";
