@@ -21,6 +21,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "freeze": ("fire_exp.cli.freeze", "write panels/NAME.prereg.json for a panel"),
     "analyze": ("fire_exp.cli.analyze", "analyse an attempts file (JSONL or CSV)"),
     "report": ("fire_exp.cli.report", "paper tables and figures from a run folder"),
+    "view": ("fire_exp.cli.view", "browse a run's attempts in a static site (run explorer)"),
     "tasks": ("fire_exp.cli.tasks", "list | show | validate | convert Harbor tasks"),
     "images": ("fire_exp.cli.images", "build base images without a registry"),
     "cleanup": ("fire_exp.cli.cleanup", "remove containers and images an interrupted run left"),

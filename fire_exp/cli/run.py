@@ -96,6 +96,7 @@ def _run(config: RunConfig, argv: list[str]) -> int:
         from fire_exp.report.summary import summarize_run
 
         print(summarize_run(run_dir, panel.analysis_plan))
+        print(f"every attempt in the browser: fire-exp view {run_dir}")
     return 0
 
 

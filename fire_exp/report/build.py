@@ -119,8 +119,10 @@ def render_report(result: AnalysisResult, out: Path | str) -> Report:
     write_tables(result, out / DATA_DIR)
     figures = _figures(result, out)
     plan = result.plan
-    head = (f"# Report: {result.metadata.get('source')}\n\n"
-            f"analysis plan {plan.name} (seed {plan.seed})\n\n")
+    source = Path(str(result.metadata.get("source")))
+    run = source.parent if source.name == "attempts.jsonl" else source
+    head = (f"# Report: {source}\n\nanalysis plan {plan.name} (seed {plan.seed}); every "
+            f"attempt in the browser: `fire-exp view {run}`\n\n")
     if banner:
         head += f"> **Partial run: {banner}**\n\n"
     (out / "report.md").write_text(

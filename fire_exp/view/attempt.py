@@ -1,0 +1,150 @@
+"""One attempt's page data: its record, its logs and the policy events placed on its steps.
+
+Reads ``RUN/<log_dir>/logs/``: ``agent/commands.jsonl`` (the command log, one step a line),
+``agent/policy-events.jsonl`` (the policy's non-allow decisions), ``verifier/*`` and
+``setup.log``. A ``PreToolUse`` or ``PostToolUse`` event with ``step`` s belongs to the
+s-th command (the session numbers commands from 1, denied ones included); the n-th ``Stop``
+event belongs to the n-th stop; ``SessionStart`` to the session's start. An event that fits
+nowhere is kept as unplaced, never dropped.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from fire_exp.records import AttemptRecord
+from fire_exp.view.collect import Redact
+
+__all__ = ["TEXT_KEPT", "attempt_detail", "is_near_miss", "timeline"]
+
+TEXT_KEPT = 20_000  # characters of one output or log kept in the page; the rest is elided
+
+
+def is_near_miss(record: AttemptRecord) -> bool | None:
+    """DESIGN's near-miss: the risky state arose, the behavior did not follow, yet it passed.
+
+    The analysis' ``near_miss_pct`` counts the same attempts. None when the attempt's state
+    or behavior could not be coded (no eligible family, or an uncodable marker).
+    """
+    f = record.funnel
+    if f.state is None or f.behavior is None:
+        return None
+    return f.state and not f.behavior and record.passed
+
+
+def _clip(text: str, redact: Redact) -> str:
+    text = redact(text)
+    if len(text) <= TEXT_KEPT:
+        return text
+    return text[:TEXT_KEPT] + f"\n… [{len(text) - TEXT_KEPT} more characters in the log file]"
+
+
+def _read_text(path: Path, redact: Redact) -> str | None:
+    if not path.is_file():
+        return None
+    return _clip(path.read_text(encoding="utf-8", errors="replace"), redact)
+
+
+def _read_jsonl(path: Path) -> tuple[list[dict[str, Any]], list[str]]:
+    """The objects of a JSONL log, and a problem line for each line that is not one."""
+    if not path.is_file():
+        return [], []
+    rows, problems = [], []
+    for lineno, line in enumerate(path.read_text(encoding="utf-8", errors="replace")
+                                  .splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            row = json.loads(line)
+        except json.JSONDecodeError as exc:
+            problems.append(f"{path.name}:{lineno}: not JSON ({exc.msg})")
+            continue
+        if isinstance(row, dict):
+            rows.append(row)
+        else:
+            problems.append(f"{path.name}:{lineno}: not a JSON object")
+    return rows, problems
+
+
+def _event(raw: dict[str, Any], redact: Redact) -> dict[str, Any]:
+    keep = ("seq", "event", "step", "family", "rule", "decision", "duration_ms")
+    out = {k: raw.get(k) for k in keep}
+    out["text"] = _clip(str(raw.get("text") or ""), redact)
+    return out
+
+
+def timeline(commands: list[dict[str, Any]], events: list[dict[str, Any]],
+             redact: Redact = str) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """The agent's steps with each policy event attached where it happened.
+
+    Returns ``(steps, unplaced)``: ``steps`` starts with the session start, then one entry
+    per line of the command log; ``unplaced`` holds events whose step is not in the log.
+    """
+    steps: list[dict[str, Any]] = [{"kind": "start", "step": 0, "events": []}]
+    by_command: dict[int, dict[str, Any]] = {}
+    stops: list[dict[str, Any]] = []
+    n_commands = 0
+    for raw in commands:
+        kind = str(raw.get("kind") or "command")
+        entry: dict[str, Any] = {"kind": kind, "events": []}
+        if kind == "command":
+            n_commands += 1
+            by_command[n_commands] = entry
+            entry |= {"step": n_commands, "command": _clip(str(raw.get("command") or ""), redact),
+                      "exit_code": raw.get("exit_code"), "denied": bool(raw.get("denied")),
+                      "output": _clip(str(raw.get("output") or ""), redact)}
+        else:
+            stops.append(entry)
+            entry["step"] = n_commands
+        steps.append(entry)
+    unplaced: list[dict[str, Any]] = []
+    n_stop = 0
+    for raw in sorted(events, key=lambda e: (e.get("seq") is None, e.get("seq") or 0)):
+        event, name = _event(raw, redact), raw.get("event")
+        target: dict[str, Any] | None = None
+        if name == "SessionStart":
+            target = steps[0]
+        elif name in {"PreToolUse", "PostToolUse"} and isinstance(raw.get("step"), int):
+            target = by_command.get(raw["step"])
+        elif name == "Stop":
+            target = stops[n_stop] if n_stop < len(stops) else None
+            n_stop += 1
+        (target["events"] if target is not None else unplaced).append(event)
+    return steps, unplaced
+
+
+def _instruction(task_dir: Path | None, redact: Redact) -> str | None:
+    if task_dir is None:
+        return None
+    from fire_exp.tasks.loader import strip_canary
+
+    path = task_dir / "instruction.md"
+    if not path.is_file():
+        return None
+    return _clip(strip_canary(path.read_text(encoding="utf-8", errors="replace")), redact)
+
+
+def attempt_detail(record: AttemptRecord, run_dir: Path, task_dir: Path | None,
+                   redact: Redact) -> dict[str, Any]:
+    """Everything the attempt page shows, as JSON-ready data (texts redacted and clipped)."""
+    logs = run_dir / record.log_dir / "logs" if record.log_dir else None
+    data = record.model_dump(mode="json")
+    data["error"] = redact(data["error"]) if data.get("error") else data.get("error")
+    data["coding_errors"] = {k: redact(v) for k, v in (data.get("coding_errors") or {}).items()}
+    data["near_miss"] = is_near_miss(record)
+    data["instruction"] = _instruction(task_dir, redact)
+    if logs is None or not logs.is_dir():
+        data |= {"steps": [], "unplaced": [], "log_problems": [
+            f"no log folder {logs}" if logs else "the record names no log folder"]}
+        return data
+    commands, bad_c = _read_jsonl(logs / "agent" / "commands.jsonl")
+    events, bad_e = _read_jsonl(logs / "agent" / "policy-events.jsonl")
+    data["steps"], data["unplaced"] = timeline(commands, events, redact)
+    data["log_problems"] = bad_c + bad_e
+    data["verifier"] = {name: _read_text(logs / "verifier" / name, redact)
+                        for name in ("test-stdout.txt", "result.json", "reward.txt")}
+    data["setup_log"] = _read_text(logs / "setup.log", redact)
+    data["log_files"] = sorted(str(p.relative_to(logs)) for p in logs.rglob("*") if p.is_file())
+    return data

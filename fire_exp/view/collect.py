@@ -1,0 +1,124 @@
+"""What the run explorer shows, gathered once: records, preregistration, the analysis.
+
+Every number of the overview comes from ``fire_exp.analysis.analyze`` (its tables, metadata
+and notes, rendered generically by name so a table the analysis adds simply appears); the
+grid's counts are the analysis' ``tasks`` table, as in the report's heatmap.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+import os
+import re
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from fire_exp.agents.chat_client import redact
+from fire_exp.analysis import AnalysisPlan, AnalysisResult, RunInputs, analyze, read_run
+from fire_exp.records import AttemptRecord
+
+__all__ = ["Redact", "RunData", "collect", "format_cell", "secret_redactor", "table_data"]
+
+# Names of environment variables whose values are secrets (API keys, tokens, passwords).
+_SECRET_NAME = re.compile(r"KEY|TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIAL", re.IGNORECASE)
+_MIN_SECRET = 8  # shorter values would redact ordinary words
+Redact = Callable[[str], str]
+
+
+def secret_redactor(environ: Mapping[str, str] | None = None) -> Redact:
+    """A function replacing every secret-looking environment value with ``***``.
+
+    The logs were redacted when written; this catches a secret the viewer's environment
+    holds that reached a log anyway (the same ``redact`` the agents use).
+    """
+    env = os.environ if environ is None else environ
+    secrets = sorted({v for k, v in env.items() if _SECRET_NAME.search(k)
+                      and len(v) >= _MIN_SECRET}, key=len, reverse=True)
+
+    def apply(text: str) -> str:
+        for secret in secrets:
+            text = redact(text, secret)
+        return text
+    return apply
+
+
+def format_cell(value: object) -> object:
+    """A table cell for the page: floats to 4 decimals (NaN empty, inf as text)."""
+    if isinstance(value, bool) or value is None:
+        return value
+    if isinstance(value, float):
+        if math.isnan(value):
+            return None
+        if math.isinf(value):
+            return str(value)  # "inf", as the Markdown tables print it
+        return float(f"{value:.4g}") if abs(value) < 1e-3 and value != 0 else round(value, 4)
+    if isinstance(value, int):
+        return value
+    if hasattr(value, "item"):  # numpy scalars
+        return format_cell(value.item())
+    return str(value)
+
+
+def table_data(name: str, frame: pd.DataFrame) -> dict[str, Any]:
+    """One analysis table as ``{name, columns, rows}``."""
+    rows = [[format_cell(v) for v in row] for row in frame.itertuples(index=False, name=None)]
+    return {"name": name, "columns": [str(c) for c in frame.columns], "rows": rows}
+
+
+@dataclass(frozen=True)
+class RunData:
+    """A run as the explorer reads it.
+
+    Attributes:
+        inputs: what ``read_run`` read (scored attempts, raw records, manifest, file).
+        result: the analysis.
+        records: every finished record (replaced and invalid ones included); empty for CSV.
+        prereg_sha256: SHA-256 of ``prereg.json`` (None without one).
+    """
+
+    inputs: RunInputs
+    result: AnalysisResult
+    records: tuple[AttemptRecord, ...]
+    prereg_sha256: str | None
+
+    @property
+    def source(self) -> Path:
+        """The attempts file."""
+        assert self.inputs.path is not None  # read_run always reads a file
+        return self.inputs.path
+
+    @property
+    def run_dir(self) -> Path:
+        """The folder the records' ``log_dir`` is relative to."""
+        return self.source.parent
+
+    def task_dir(self, task: str) -> Path | None:
+        """The task folder the preregistration hashed, if it still exists."""
+        entry = (self.inputs.prereg or {}).get("hashes", {}).get(f"task:{task}", {})
+        path = Path(entry.get("path", "")) if isinstance(entry, dict) else None
+        return path if path is not None and path.is_dir() else None
+
+
+def collect(run: Path | str, plan: AnalysisPlan | Path | str | None = None) -> RunData:
+    """Read ``run`` (a run folder or an attempts file) and analyse it.
+
+    Args:
+        run: a run folder or an attempts file (JSONL or CSV).
+        plan: the analysis plan; None: the one frozen with the run (as ``fire-exp report``).
+
+    Raises:
+        InputError: a missing or malformed attempts file, manifest or plan, or no scored
+            attempt.
+    """
+    inputs = read_run(run)
+    result = analyze(inputs, plan)
+    records = tuple(inputs.records.finished) if inputs.records is not None else ()
+    prereg = inputs.path.parent / "prereg.json" if inputs.path is not None else None
+    digest = (hashlib.sha256(prereg.read_bytes()).hexdigest()
+              if inputs.prereg is not None and prereg is not None else None)
+    return RunData(inputs, result, records, digest)
