@@ -4,6 +4,10 @@ Replacement chains (JSONL): per (task, arm, replicate), in file order, keep the 
 record; if none is fair keep the last one, scored as a failure. Records with
 ``valid=False`` are excluded from scoring and counted. Infrastructure failures stay in the
 frame (flagged); the primary analysis scores them as failures.
+
+Every attempt is checked as it is read (``fire_exp.analysis.validate``): rewards, arms and
+cohorts against the plan, one cohort per task, one run per file unless ``merge_runs``.
+Merged runs keep their replacement chains apart and number their replicates in turn.
 """
 
 from __future__ import annotations
@@ -16,6 +20,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from fire_exp.analysis.plan import AnalysisPlan
+from fire_exp.analysis.validate import Entry, check_entries
 from fire_exp.errors import InputError
 from fire_exp.records import AttemptRecord, ReadResult, RecordsFileError, read_records
 
@@ -64,9 +70,9 @@ def _tri(value: bool | None) -> float:
 
 def _select_chains(records: list[AttemptRecord],
                    ) -> tuple[list[tuple[AttemptRecord, bool]], list[AttemptRecord]]:
-    chains: dict[tuple[str, str, int], list[AttemptRecord]] = {}
+    chains: dict[tuple[str, str, str, int], list[AttemptRecord]] = {}
     for r in records:
-        chains.setdefault((r.task, r.arm, r.replicate), []).append(r)
+        chains.setdefault((r.run, r.task, r.arm, r.replicate), []).append(r)
     chosen, dropped = [], []
     for chain in chains.values():
         fair = next((r for r in chain if r.fair), None)
@@ -74,6 +80,23 @@ def _select_chains(records: list[AttemptRecord],
         chosen.append((keep, fair is None))
         dropped += [r for r in chain if r is not keep]
     return chosen, dropped
+
+
+def _renumber(chosen: list[tuple[AttemptRecord, bool]]) -> list[tuple[AttemptRecord, bool]]:
+    """Number the replicates of merged runs 0, 1, ... per (task, arm), run by run."""
+    runs = list(dict.fromkeys(r.run for r, _ in chosen))
+    if len(runs) < 2:
+        return chosen
+    order = sorted(range(len(chosen)), key=lambda i: (runs.index(chosen[i][0].run),
+                                                      chosen[i][0].replicate))
+    count: dict[tuple[str, str], int] = {}
+    out = list(chosen)
+    for i in order:
+        r, nf = chosen[i]
+        n = count.get((r.task, r.arm), 0)
+        count[(r.task, r.arm)] = n + 1
+        out[i] = (r.model_copy(update={"replicate": n}), nf)
+    return out
 
 
 def _record_row(r: AttemptRecord, no_fair: bool) -> dict[str, object]:
@@ -89,19 +112,27 @@ def _record_row(r: AttemptRecord, no_fair: bool) -> dict[str, object]:
     }
 
 
-def _load_jsonl(path: Path) -> LoadedAttempts:
+def _load_jsonl(path: Path, plan: AnalysisPlan | None, merge_runs: bool) -> LoadedAttempts:
     try:
         read = read_records(path)
     except RecordsFileError as exc:
         raise InputError(exc.path, f"line {exc.line}, field '{exc.field}'",
                          str(exc).split(": ", 2)[-1], "fix or remove that line") from exc
+    lines = read.lines or tuple(range(1, len(read.finished) + 1))
+    check_entries(path, [Entry(n, r.task, r.arm, r.cohort, r.reward, r.passed, r.run)
+                         for n, r in zip(lines, read.finished, strict=True)],
+                  plan=plan, merge_runs=merge_runs, column="field")
     return loaded_from_records(read, path)
 
 
 def loaded_from_records(read: ReadResult, path: Path | str) -> LoadedAttempts:
-    """Score records already read from ``path`` (the report reads the file only once)."""
+    """Score records already read from ``path`` (the report reads the file only once).
+
+    Records of several runs keep their chains apart; their replicates are renumbered.
+    """
     valid = [r for r in read.finished if r.valid]
     chosen, superseded = _select_chains(valid)
+    chosen = _renumber(chosen)
     rows = [_record_row(r, nf) for r, nf in chosen]
     fam_rows = [{"task": r.task, "arm": r.arm, "replicate": r.replicate, "cohort": r.cohort,
                  "family": f.family, "state": _tri(f.state), "fired": float(f.fired),
@@ -129,7 +160,10 @@ def _cell(path: Path, line: int, col: str, text: str, kind: str) -> object:
             return int(t)
         except ValueError:
             raise InputError(path, where, f"{t!r} is not a whole number") from None
-    if kind == "float":
+    if kind in {"float", "reward"}:
+        if not t and kind == "reward":
+            raise InputError(path, where, "is empty", "every attempt needs its reward; an "
+                             "attempt without one is a failure: write 0")
         try:
             v = float(t) if t else 0.0
         except ValueError:
@@ -145,13 +179,25 @@ def _cell(path: Path, line: int, col: str, text: str, kind: str) -> object:
 
 
 _CSV_KINDS = {"task": "str", "arm": "str", "replicate": "int", "cohort": "str",
-              "reward": "float", "passed": "bool", "cost_usd": "float",
+              "run": "str", "reward": "reward", "passed": "bool", "cost_usd": "float",
               "agent_seconds": "float", "infrastructure_failure": "bool", "valid": "bool",
               "gave_up": "bool"}
 
 
-def _load_csv(path: Path) -> LoadedAttempts:
-    with open(path, newline="", encoding="utf-8") as fh:
+def _csv_entry(line: int, row: dict[str, object], scale: tuple[float, float]) -> Entry:
+    """The checked fields of a CSV row; a missing reward or passed column follows the other."""
+    passed = bool(row["passed"]) if "passed" in row else float(row["reward"]) >= scale[1]  # type: ignore[arg-type]
+    reward = float(row["reward"]) if "reward" in row else scale[int(passed)]  # type: ignore[arg-type]
+    return Entry(line, str(row["task"]), str(row["arm"]), str(row.get("cohort", "all")),
+                 reward, passed, str(row.get("run", "")))
+
+
+def _load_csv(path: Path, plan: AnalysisPlan | None, merge_runs: bool) -> LoadedAttempts:
+    scale = plan.reward_scale if plan is not None else (0.0, 1.0)
+    high = scale[1]
+    entries: list[Entry] = []
+    # utf-8-sig: a spreadsheet's byte-order mark is not part of the first column's name
+    with open(path, newline="", encoding="utf-8-sig") as fh:
         reader = csv.DictReader(fh)
         header = reader.fieldnames or []
         missing = [c for c in ("task", "arm", "replicate") if c not in header]
@@ -172,14 +218,26 @@ def _load_csv(path: Path) -> LoadedAttempts:
             if not row.get("valid", True):
                 n_invalid += 1
                 continue
-            key = (row["task"], row["arm"], row["replicate"])
+            entries.append(_csv_entry(line, row, scale))
+            key = (row.get("run", ""), row["task"], row["arm"], row["replicate"])
             if key in seen:
                 raise InputError(path, f"line {line}, column 'replicate'",
                                  f"repeats task/arm/replicate of line {seen[key]}",
                                  "a CSV holds one scored row per attempt")
             seen[key] = line
             rows.append(row)
-    frame = normalize_frame(pd.DataFrame(rows, columns=[c for c in _CSV_KINDS if c in header]))
+    check_entries(path, entries, plan=plan, merge_runs=merge_runs)
+    columns = [c for c in _CSV_KINDS if c in header]
+    frame = pd.DataFrame(rows, columns=columns)
+    if "passed" not in frame and "reward" in frame:
+        frame["passed"] = frame["reward"].astype(float) >= high
+    if "run" in frame and frame["run"].nunique() > 1:
+        runs = {r: i for i, r in enumerate(dict.fromkeys(frame["run"]))}
+        frame = frame.assign(_run=frame["run"].map(runs)).sort_values(
+            ["_run", "replicate"], kind="stable")
+        frame["replicate"] = frame.groupby(["task", "arm"]).cumcount()
+        frame = frame.drop(columns="_run").sort_index()
+    frame = normalize_frame(frame.drop(columns=["run"], errors="ignore"))
     return LoadedAttempts(frame, pd.DataFrame(columns=FAMILY_COLUMNS), str(path),
                           len(rows) + n_invalid, n_invalid, 0)
 
@@ -211,11 +269,18 @@ def normalize_frame(frame: pd.DataFrame) -> pd.DataFrame:
     return f[ATTEMPT_COLUMNS].reset_index(drop=True)
 
 
-def load_attempts(path: Path | str) -> LoadedAttempts:
+def load_attempts(path: Path | str, plan: AnalysisPlan | None = None, *,
+                  merge_runs: bool = False) -> LoadedAttempts:
     """Load a JSONL attempts file, a CSV, or a run folder holding ``attempts.jsonl``.
 
+    Args:
+        path: the attempts file or run folder.
+        plan: check arms, cohorts and the reward scale against it (None: rewards in [0, 1]).
+        merge_runs: pool the attempts of several runs in one file (else refused).
+
     Raises:
-        InputError: missing file, malformed line (names line and field / column).
+        InputError: missing file, malformed line or value breaking a rule (names the line
+            and the field or column, and what to do).
     """
     path = Path(path)
     if path.is_dir():
@@ -223,4 +288,6 @@ def load_attempts(path: Path | str) -> LoadedAttempts:
     if not path.is_file():
         raise InputError(path, "<file>", "no such attempts file",
                          "pass a run folder with attempts.jsonl, a .jsonl or a .csv file")
-    return _load_csv(path) if path.suffix.lower() == ".csv" else _load_jsonl(path)
+    if path.suffix.lower() == ".csv":
+        return _load_csv(path, plan, merge_runs)
+    return _load_jsonl(path, plan, merge_runs)

@@ -8,6 +8,7 @@ every table as CSV and Markdown to DIR (default ``<run folder>/analysis``, or
 from __future__ import annotations
 
 import argparse
+import sys
 from pathlib import Path
 
 from fire_exp.errors import InputError
@@ -42,21 +43,36 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("path", type=Path, help="attempts.jsonl, a CSV, or a run folder")
     parser.add_argument("--plan", default=None, help="analysis plan (default: default.yaml)")
     parser.add_argument("--out", type=Path, default=None, help="output folder for the tables")
+    parser.add_argument("--merge-runs", action="store_true",
+                        help="pool the attempts of several runs in one file (else refused)")
     args = parser.parse_args(argv)
 
     from fire_exp.analysis import analyze, load_attempts, load_plan, summary_markdown, write_tables
 
-    plan = load_plan(resolve_plan(args.plan))
+    plan_path = resolve_plan(args.plan)
+    plan = load_plan(plan_path)
+    out = args.out or _default_out(args.path)
+    if out.exists() and not out.is_dir():
+        raise InputError(out, "--out", "is a file, not a folder",
+                         "name a folder for the tables (it is created if missing)")
     try:
-        loaded = load_attempts(args.path)
+        loaded = load_attempts(args.path, plan, merge_runs=args.merge_runs)
     except RecordsFileError as exc:  # a reader outside load_attempts may still raise it
         raise InputError(exc.path, f"line {exc.line}, field '{exc.field}'", str(exc)) from exc
     try:
         result = analyze(loaded, plan)
     except ValueError as exc:
         raise InputError(args.path, "<attempts>", str(exc)) from exc
-    out = args.out or _default_out(args.path)
     write_tables(result, out)
     print(summary_markdown(result))
+    if loaded.torn_tail:
+        print(f"warning: the last line of {loaded.source} was torn by a crash and ignored "
+              "(resume the run to redo that attempt)")
     print(f"tables written to {out}")
+    contrasts = result.contrasts
+    if contrasts.empty or not (contrasts["role"] == "primary").any():
+        print(f"fire-exp analyze: error: {plan_path}: primary: '{plan.primary.contrast}' on "
+              f"'{plan.primary.cohort}' could not be computed (see the notes above); the "
+              "attempts lack an arm or the cohort", file=sys.stderr)
+        return 1
     return 0
