@@ -21,11 +21,11 @@ from typing import Any
 
 from fire_exp import __version__
 from fire_exp.analysis.plan import check_plan_for_panel, load_plan
+from fire_exp.config import RunConfig
 from fire_exp.errors import InputError, PreregistrationError
 from fire_exp.paths import CONFIG_DIR, PACKAGE_DIR
 from fire_exp.policies.arms import ARMS
 from fire_exp.runner.attempt import now_iso
-from fire_exp.config import RunConfig
 from fire_exp.runner.build import Panel
 from fire_exp.runner.schedule import schedule_digest
 from fire_exp.tasks.model import task_files
