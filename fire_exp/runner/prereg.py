@@ -102,8 +102,8 @@ def panel_hashes(panel: Panel) -> dict[str, dict[str, str]]:
                               .hexdigest()}
     cfg = panel.config
     files = config_files(cfg)
-    for group, file in files.items():
-        items[f"config_file:{group}"] = {"path": str(file), "sha256": _file_sha(file)}
+    for group, config_path in files.items():
+        items[f"config_file:{group}"] = {"path": str(config_path), "sha256": _file_sha(config_path)}
     for key, value in (("agent_config", asdict(cfg.agent)),
                        ("environment_config", asdict(cfg.environment)),
                        ("panel_config", asdict(cfg.panel))):
