@@ -90,7 +90,7 @@ def run_panel(panel: Panel, run_dir: Path, progress: Progress | None = None,
         reaped = reap(run_dir / "attempts")  # we hold the lock: these are a dead run's
         environment = REGISTRY.get("environment", panel.config.environment.name)
         if isinstance(environment, type) and issubclass(environment, Environment):
-            environment.reap_orphans()  # containers of dead runs, say
+            environment.reap_orphans(run_dir)  # containers of provably dead runs
         owed = owed_attempts(panel.schedule, store.read().finished)
         digest = panel_digest(panel)
         queue = deque(job_for(panel, run_dir, o.item, o.number, digest) for o in owed)
