@@ -12,8 +12,6 @@ Merged runs keep their replacement chains apart and number their replicates in t
 
 from __future__ import annotations
 
-import csv
-import math
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -33,8 +31,6 @@ ATTEMPT_COLUMNS = [*KEY, "cohort", "reward", "passed", "cost_usd", "agent_second
                    "infrastructure_failure", "gave_up", "cause", "no_fair_attempt",
                    "funnel_state", "funnel_fired", "funnel_behavior", "funnel_passed"]
 FAMILY_COLUMNS = [*KEY, "cohort", "family", "state", "fired", "behavior", "passed"]
-_TRUE = {"1", "true", "yes", "y", "t", "1.0"}
-_FALSE = {"0", "false", "no", "n", "f", "0.0", ""}
 
 
 @dataclass(frozen=True)
@@ -148,100 +144,6 @@ def loaded_from_records(read: ReadResult, path: Path | str) -> LoadedAttempts:
                                  for r in superseded], columns=[*KEY, "cause"]))
 
 
-def _cell(path: Path, line: int, col: str, text: str, kind: str) -> object:
-    where = f"line {line}, column '{col}'"
-    t = (text or "").strip()
-    if kind == "str":
-        if not t:
-            raise InputError(path, where, "is empty", "every attempt needs a value here")
-        return t
-    if kind == "int":
-        try:
-            return int(t)
-        except ValueError:
-            raise InputError(path, where, f"{t!r} is not a whole number") from None
-    if kind in {"float", "reward"}:
-        if not t and kind == "reward":
-            raise InputError(path, where, "is empty", "every attempt needs its reward; an "
-                             "attempt without one is a failure: write 0")
-        try:
-            v = float(t) if t else 0.0
-        except ValueError:
-            raise InputError(path, where, f"{t!r} is not a number") from None
-        if not math.isfinite(v):
-            raise InputError(path, where, f"{t!r} is not a finite number")
-        return v
-    if t.lower() in _TRUE:
-        return True
-    if t.lower() in _FALSE:
-        return False
-    raise InputError(path, where, f"{t!r} is not a boolean", "use 1/0 or true/false")
-
-
-_CSV_KINDS = {"task": "str", "arm": "str", "replicate": "int", "cohort": "str",
-              "run": "str", "reward": "reward", "passed": "bool", "cost_usd": "float",
-              "agent_seconds": "float", "infrastructure_failure": "bool", "valid": "bool",
-              "gave_up": "bool"}
-
-
-def _csv_entry(line: int, row: dict[str, object], scale: tuple[float, float]) -> Entry:
-    """The checked fields of a CSV row; a missing reward or passed column follows the other."""
-    passed = bool(row["passed"]) if "passed" in row else float(row["reward"]) >= scale[1]  # type: ignore[arg-type]
-    reward = float(row["reward"]) if "reward" in row else scale[int(passed)]  # type: ignore[arg-type]
-    return Entry(line, str(row["task"]), str(row["arm"]), str(row.get("cohort", "all")),
-                 reward, passed, str(row.get("run", "")))
-
-
-def _load_csv(path: Path, plan: AnalysisPlan | None, merge_runs: bool) -> LoadedAttempts:
-    scale = plan.reward_scale if plan is not None else (0.0, 1.0)
-    high = scale[1]
-    entries: list[Entry] = []
-    # utf-8-sig: a spreadsheet's byte-order mark is not part of the first column's name
-    with open(path, newline="", encoding="utf-8-sig") as fh:
-        reader = csv.DictReader(fh)
-        header = reader.fieldnames or []
-        missing = [c for c in ("task", "arm", "replicate") if c not in header]
-        if missing or not ({"reward", "passed"} & set(header)):
-            need = missing or ["reward or passed"]
-            raise InputError(path, "line 1 (header)", f"missing column(s) {need}",
-                             "a CSV needs task, arm, replicate and reward or passed")
-        rows: list[dict[str, object]] = []
-        seen: dict[tuple[object, ...], int] = {}
-        n_invalid = 0
-        for raw in reader:
-            line = reader.line_num
-            if None in raw or any(v is None for v in raw.values()):
-                raise InputError(path, f"line {line}", f"has a different number of cells "
-                                 f"than the header's {len(header)}")
-            row = {c: _cell(path, line, c, raw[c], k) for c, k in _CSV_KINDS.items()
-                   if c in raw}
-            if not row.get("valid", True):
-                n_invalid += 1
-                continue
-            entries.append(_csv_entry(line, row, scale))
-            key = (row.get("run", ""), row["task"], row["arm"], row["replicate"])
-            if key in seen:
-                raise InputError(path, f"line {line}, column 'replicate'",
-                                 f"repeats task/arm/replicate of line {seen[key]}",
-                                 "a CSV holds one scored row per attempt")
-            seen[key] = line
-            rows.append(row)
-    check_entries(path, entries, plan=plan, merge_runs=merge_runs)
-    columns = [c for c in _CSV_KINDS if c in header]
-    frame = pd.DataFrame(rows, columns=columns)
-    if "passed" not in frame and "reward" in frame:
-        frame["passed"] = frame["reward"].astype(float) >= high
-    if "run" in frame and frame["run"].nunique() > 1:
-        runs = {r: i for i, r in enumerate(dict.fromkeys(frame["run"]))}
-        frame = frame.assign(_run=frame["run"].map(runs)).sort_values(
-            ["_run", "replicate"], kind="stable")
-        frame["replicate"] = frame.groupby(["task", "arm"]).cumcount()
-        frame = frame.drop(columns="_run").sort_index()
-    frame = normalize_frame(frame.drop(columns=["run"], errors="ignore"))
-    return LoadedAttempts(frame, pd.DataFrame(columns=FAMILY_COLUMNS), str(path),
-                          len(rows) + n_invalid, n_invalid, 0)
-
-
 def normalize_frame(frame: pd.DataFrame) -> pd.DataFrame:
     """Bring a user frame (CSV columns) to ``ATTEMPT_COLUMNS``, filling optional ones.
 
@@ -289,5 +191,7 @@ def load_attempts(path: Path | str, plan: AnalysisPlan | None = None, *,
         raise InputError(path, "<file>", "no such attempts file",
                          "pass a run folder with attempts.jsonl, a .jsonl or a .csv file")
     if path.suffix.lower() == ".csv":
-        return _load_csv(path, plan, merge_runs)
+        from fire_exp.analysis.load_csv import load_csv
+
+        return load_csv(path, plan, merge_runs)
     return _load_jsonl(path, plan, merge_runs)

@@ -14,10 +14,13 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+import numpy as np
+import pandas as pd
+
 from fire_exp.analysis.plan import AnalysisPlan, did_you_mean
 from fire_exp.errors import InputError
 
-__all__ = ["Entry", "check_entries"]
+__all__ = ["Entry", "check_entries", "frame_is_clean"]
 
 
 @dataclass(frozen=True)
@@ -54,16 +57,17 @@ def _check_reward(path: Path, e: Entry, scale: tuple[float, float], column: str)
                          "make passed agree with the reward, or drop the passed column")
 
 
-def _check_names(path: Path, e: Entry, plan: AnalysisPlan, column: str) -> None:
-    if e.arm not in plan.arm_names:
+def _check_names(path: Path, e: Entry, plan: AnalysisPlan, arms: set[str],
+                 cohorts: set[str], column: str) -> None:
+    if e.arm not in arms:
         raise InputError(path, f"line {e.line}, {column} 'arm'",
                          f"arm {e.arm!r} is not named by the plan '{plan.name}'",
-                         f"{did_you_mean(e.arm, plan.arm_names)}; rename it, or list it "
+                         f"{did_you_mean(e.arm, arms)}; rename it, or list it "
                          "under the plan's arms:")
-    if e.cohort != "all" and e.cohort not in plan.cohort_names:
+    if e.cohort not in cohorts:
         raise InputError(path, f"line {e.line}, {column} 'cohort'",
                          f"cohort {e.cohort!r} is not among the plan's cohorts",
-                         f"{did_you_mean(e.cohort, plan.cohort_names)}; fix the label, or "
+                         f"{did_you_mean(e.cohort, cohorts - {'all'})}; fix the label, or "
                          "add the cohort to the plan")
 
 
@@ -82,12 +86,14 @@ def check_entries(path: Path, entries: Sequence[Entry], *, plan: AnalysisPlan | 
         InputError: naming the file, the line, the field and what to do.
     """
     scale = plan.reward_scale if plan is not None else (0.0, 1.0)
+    arms = set(plan.arm_names) if plan is not None else set()
+    cohorts = {*plan.cohort_names, "all"} if plan is not None else set()
     cohort_of: dict[str, tuple[str, int]] = {}
     first_run: tuple[str, int] | None = None
     for e in entries:
         _check_reward(path, e, scale, column)
         if plan is not None:
-            _check_names(path, e, plan, column)
+            _check_names(path, e, plan, arms, cohorts, column)
         seen = cohort_of.setdefault(e.task, (e.cohort, e.line))
         if seen[0] != e.cohort:
             raise InputError(path, f"line {e.line}, {column} 'cohort'",
@@ -100,3 +106,24 @@ def check_entries(path: Path, entries: Sequence[Entry], *, plan: AnalysisPlan | 
                              f"run {e.run!r} differs from run {first_run[0]!r} of line "
                              f"{first_run[1]}: the file holds several runs",
                              "analyse one run, or pass --merge-runs to pool them on purpose")
+
+
+def frame_is_clean(frame: pd.DataFrame, *, plan: AnalysisPlan | None, merge_runs: bool,
+                   ) -> bool:
+    """The checks of ``check_entries`` on a whole frame at once (True: nothing to refuse).
+
+    The fast path of large files; on False the caller runs ``check_entries`` row by row,
+    which names the first offending line.
+    """
+    low, high = plan.reward_scale if plan is not None else (0.0, 1.0)
+    reward, passed = frame["reward"].to_numpy(float), frame["passed"].to_numpy(bool)
+    if not (np.all(np.isfinite(reward)) and np.all((reward >= low) & (reward <= high))):
+        return False
+    if np.any(passed & (reward <= low)) or np.any(~passed & (reward >= high)):
+        return False
+    if plan is not None and not (frame["arm"].isin(plan.arm_names).all()
+                                 and frame["cohort"].isin([*plan.cohort_names, "all"]).all()):
+        return False
+    if (frame.groupby("task", sort=False)["cohort"].nunique() > 1).any():
+        return False
+    return merge_runs or "run" not in frame or frame["run"].nunique() <= 1
