@@ -18,7 +18,8 @@ from dataclasses import dataclass
 
 import numpy as np
 from numpy.typing import ArrayLike
-from scipy import stats as _st
+
+from fire_exp.stats._student_t import t_quantile
 
 __all__ = ["BootstrapInterval", "TInterval", "count_matrix_sums", "paired_bootstrap",
            "paired_t_interval"]
@@ -252,5 +253,5 @@ def paired_t_interval(diffs: ArrayLike, confidence_level: float = 0.95) -> TInte
     if d.size < 2 or np.all(d == d[0]):
         return TInterval(est, est, est, 0.0, int(d.size - 1), "degenerate")
     se = float(d.std(ddof=1) / np.sqrt(d.size))
-    q = float(_st.t.ppf(0.5 + confidence_level / 2, d.size - 1))
+    q = t_quantile(0.5 + confidence_level / 2, d.size - 1)
     return TInterval(est, est - q * se, est + q * se, se, int(d.size - 1))

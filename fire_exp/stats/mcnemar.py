@@ -18,7 +18,8 @@ from math import lcm
 
 import numpy as np
 from numpy.typing import ArrayLike
-from scipy import stats as _st
+
+from fire_exp.stats._binom import half_binom_cdf, half_binom_pmf
 
 __all__ = ["McNemarResult", "mcnemar_exact", "mcnemar_pooled", "mcnemar_stratified"]
 
@@ -60,7 +61,7 @@ def _counts_iv(b: ArrayLike, c: ArrayLike) -> tuple[np.ndarray, np.ndarray]:
 
 def _exact_p(b: int, c: int) -> float:
     n = b + c
-    return 1.0 if n == 0 else float(min(1.0, 2.0 * _st.binom.cdf(min(b, c), n, 0.5)))
+    return 1.0 if n == 0 else float(min(1.0, 2.0 * half_binom_cdf(min(b, c), n)))
 
 
 def mcnemar_exact(b: int, c: int) -> McNemarResult:
@@ -139,7 +140,7 @@ def _lattice_tail(weights: np.ndarray, diff: np.ndarray, n: np.ndarray) -> float
         if ns == 0 or ws == 0:
             continue
         part = np.zeros(2 * ws * ns + 1)
-        part[:: 2 * ws] = _st.binom.pmf(np.arange(ns + 1), ns, 0.5)
+        part[:: 2 * ws] = half_binom_pmf(ns)
         pmf = np.convolve(pmf, part)
         low -= ws * ns
     s_obs = abs(int(np.sum(weights * diff)))
@@ -155,7 +156,7 @@ def _float_tail(w: np.ndarray, n: np.ndarray, stat: float) -> float:
         if ns == 0 or ws == 0:
             continue
         k = np.arange(ns + 1)
-        sv, sp = ws * (2 * k - ns), _st.binom.pmf(k, ns, 0.5)
+        sv, sp = ws * (2 * k - ns), half_binom_pmf(ns)
         values = (values[:, None] + sv[None, :]).ravel()
         probs = (probs[:, None] * sp[None, :]).ravel()
         key = np.round(values, 9)

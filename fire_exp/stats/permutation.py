@@ -25,7 +25,8 @@ from math import comb, lcm, ldexp
 
 import numpy as np
 from numpy.typing import ArrayLike
-from scipy import stats as _st
+
+from fire_exp.stats._binom import half_binom_pmf
 
 __all__ = ["SignFlipResult", "lattice_resolution", "sign_flip_test"]
 
@@ -100,7 +101,7 @@ def _lattice_p(a: np.ndarray) -> float:
         if exact:
             part[:: int(v)] = [comb(int(n_v), j) for j in range(int(n_v) + 1)]
         else:
-            part[:: int(v)] = _st.binom.pmf(np.arange(n_v + 1), n_v, 0.5)
+            part[:: int(v)] = half_binom_pmf(int(n_v))
         pmf = np.convolve(pmf, part)
     s_obs = abs(int(a.sum()))
     support = np.abs(2 * np.arange(total + 1) - total)

@@ -132,3 +132,43 @@ def test_interaction_at_fire_size_is_exact_and_fast() -> None:
     res = interaction(a, b, n_resamples=100, **_rngs(2))
     assert res.p_method == "exact-lattice"
     assert time.perf_counter() - t0 < 0.5
+
+
+@pytest.mark.parametrize("nu", [1, 2, 3, 4, 13, 29, 30, 101, 1000, 10_001])
+def test_t_quantile_matches_scipy(nu: int) -> None:
+    from fire_exp.stats._student_t import t_quantile
+
+    for q in (0.005, 0.025, 0.05, 0.5, 0.9, 0.975, 0.995):
+        assert t_quantile(q, nu) == pytest.approx(stats.t.ppf(q, nu), rel=1e-10, abs=1e-12)
+
+
+@pytest.mark.parametrize("n", [0, 1, 7, 60, 999, 1001, 4000])
+def test_half_binomial_matches_scipy(n: int) -> None:
+    from fire_exp.stats._binom import half_binom_cdf, half_binom_pmf
+
+    k = np.arange(n + 1)
+    assert half_binom_pmf(n) == pytest.approx(stats.binom.pmf(k, n, 0.5), rel=1e-9, abs=1e-300)
+    for j in {0, n // 3, n // 2, n}:
+        assert half_binom_cdf(j, n) == pytest.approx(stats.binom.cdf(j, n, 0.5), rel=1e-9)
+
+
+def test_the_analyze_command_imports_no_heavy_module(tmp_path) -> None:
+    """scipy.stats / scipy.special, matplotlib, docker, hydra, rich: none on this path."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    csv = tmp_path / "a.csv"
+    csv.write_text("task,arm,replicate,cohort,reward\n" + "".join(
+        f"t{i},{arm},0,eligible,{int(arm == 'real' or i % 2)}\n"
+        for i in range(30) for arm in ("real", "sham")))
+    code = ("import sys; from fire_exp.cli import main; main(['analyze', sys.argv[1], '--out', "
+            "sys.argv[2]]); heavy = ('scipy.stats', 'scipy.special', 'matplotlib', 'docker', "
+            "'hydra', 'rich'); print(sorted(m for m in sys.modules if m in heavy), "
+            "file=sys.stderr)")
+    root = Path(__file__).resolve().parents[2]
+    proc = subprocess.run([sys.executable, "-c", code, str(csv), str(tmp_path / "o")],
+                          capture_output=True, text=True, cwd=root, timeout=120,
+                          env={"PYTHONPATH": str(root), "PATH": "/usr/bin:/bin"})
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stderr.strip().splitlines()[-1] == "[]"
