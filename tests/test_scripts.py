@@ -37,7 +37,7 @@ def test_the_test_command_installs_bootstraps_then_runs_pytest(tmp_path: Path) -
 
 def test_the_test_command_fails_without_docker(tmp_path: Path) -> None:
     proc, calls = _run(tmp_path, docker_ok=False)
-    assert proc.returncode == 1 and "needs a running Docker engine" in proc.stderr
+    assert proc.returncode == 1 and "need a running Docker engine" in proc.stderr
     assert calls == ["docker info"]
 
 
