@@ -127,6 +127,28 @@ def _loaded(path: Path, frame: pd.DataFrame, n_rows: int, n_invalid: int) -> Loa
                           n_invalid, 0)
 
 
+def _fast_column(column: pd.Series, kind: str) -> np.ndarray | None:
+    """One column parsed through its distinct cells (few, even in a large file), or None."""
+    codes, uniques = pd.factorize(column)
+    text = pd.Series(uniques, dtype=object).str.strip()
+    if kind == "str":
+        values: np.ndarray = text.to_numpy(dtype=object)
+        ok = bool((text != "").all())
+    elif kind == "bool":
+        low = text.str.lower()
+        values = low.isin(_TRUE).to_numpy()
+        ok = bool(low.isin(_TRUE | _FALSE).all())
+    else:
+        if kind == "reward" and (text == "").any():
+            return None
+        values = pd.to_numeric(text.replace("", "0"), errors="coerce").to_numpy(float)
+        ok = bool(np.all(np.isfinite(values)))
+        if kind == "int":
+            ok = ok and bool(np.all(values == np.rint(values)))
+            values = values.astype(np.int64) if ok else values
+    return values[codes] if ok else None
+
+
 def _fast(path: Path, plan: AnalysisPlan | None, merge_runs: bool) -> LoadedAttempts | None:
     """The whole file at once, or None when any cell needs a closer look."""
     try:
@@ -139,25 +161,11 @@ def _fast(path: Path, plan: AnalysisPlan | None, merge_runs: bool) -> LoadedAtte
         return None
     frame = pd.DataFrame(index=raw.index)
     for col, kind in _CSV_KINDS.items():
-        if col not in raw:
-            continue
-        text = raw[col].str.strip()
-        if kind == "str":
-            if (text == "").any():
+        if col in raw:
+            parsed = _fast_column(raw[col], kind)
+            if parsed is None:
                 return None
-            frame[col] = text
-        elif kind == "bool":
-            low = text.str.lower()
-            if not low.isin(_TRUE | _FALSE).all():
-                return None
-            frame[col] = low.isin(_TRUE)
-        else:
-            if kind == "reward" and (text == "").any():
-                return None
-            num = pd.to_numeric(text.replace("", "0"), errors="coerce").to_numpy(float)
-            if not np.all(np.isfinite(num)) or kind == "int" and np.any(num != np.rint(num)):
-                return None
-            frame[col] = num.astype(np.int64) if kind == "int" else num
+            frame[col] = parsed
     n_rows = len(frame)
     if "valid" in frame:
         frame = frame[frame["valid"]].drop(columns="valid")

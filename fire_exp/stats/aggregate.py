@@ -69,7 +69,7 @@ def task_matrix(agg: pd.DataFrame, value: str, arms: Sequence[str],
     cols = pd.Index(list(arms)).get_indexer(arm_col)
     keep = (rows >= 0) & (cols >= 0)
     cells = rows[keep].astype(np.int64) * len(arms) + cols[keep]
-    if np.unique(cells).size < cells.size:
+    if cells.size and np.bincount(cells).max() > 1:
         raise ValueError("the aggregates hold a (task, arm) twice")
     out = np.full((len(order), len(arms)), np.nan)
     out[rows[keep], cols[keep]] = agg[value].to_numpy(dtype=float)[keep]

@@ -44,9 +44,11 @@ def _passk_iv(n: ArrayLike, c: ArrayLike, k: int) -> tuple[np.ndarray, np.ndarra
 def _per_task(n: np.ndarray, c: np.ndarray, k: int, hat: bool) -> np.ndarray:
     # Exact integer binomials, one rounding at the division; computed once per distinct
     # (n, c) pair, since panels repeat few attempt counts over thousands of tasks.
-    pairs, inverse = np.unique(np.stack([n, c]), axis=1, return_inverse=True)
-    values = np.empty(pairs.shape[1], dtype=float)
-    for i, (ni, ci) in enumerate(zip(pairs[0].tolist(), pairs[1].tolist(), strict=True)):
+    width = int(n.max()) + 1 if n.size else 1
+    keys, inverse = np.unique(n * width + c, return_inverse=True)
+    values = np.empty(keys.size, dtype=float)
+    for i, (ni, ci) in enumerate(zip((keys // width).tolist(), (keys % width).tolist(),
+                                     strict=True)):
         if hat:
             values[i] = math.comb(ci, k) / math.comb(ni, k)
         else:
