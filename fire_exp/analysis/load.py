@@ -23,8 +23,8 @@ from fire_exp.analysis.validate import Entry, check_entries
 from fire_exp.errors import InputError
 from fire_exp.records import AttemptRecord, ReadResult, RecordsFileError, read_records
 
-__all__ = ["ATTEMPT_COLUMNS", "LoadedAttempts", "load_attempts", "loaded_from_records",
-           "normalize_frame"]
+__all__ = ["ATTEMPT_COLUMNS", "LoadedAttempts", "check_records", "load_attempts",
+           "loaded_from_records", "normalize_frame", "validate_attempts"]
 
 KEY = ["task", "arm", "replicate"]
 ATTEMPT_COLUMNS = [*KEY, "cohort", "reward", "passed", "cost_usd", "agent_seconds",
@@ -108,16 +108,50 @@ def _record_row(r: AttemptRecord, no_fair: bool) -> dict[str, object]:
     }
 
 
-def _load_jsonl(path: Path, plan: AnalysisPlan | None, merge_runs: bool) -> LoadedAttempts:
+def _read(path: Path) -> ReadResult:
     try:
-        read = read_records(path)
+        return read_records(path)
     except RecordsFileError as exc:
         raise InputError(exc.path, f"line {exc.line}, field '{exc.field}'",
                          str(exc).split(": ", 2)[-1], "fix or remove that line") from exc
+
+
+def check_records(path: Path | str, read: ReadResult, plan: AnalysisPlan | None, *,
+                  merge_runs: bool = False) -> None:
+    """Check records already read from ``path`` against ``plan`` (see ``validate``).
+
+    Raises:
+        InputError: the first record breaking a rule, by line and field.
+    """
     lines = read.lines or tuple(range(1, len(read.finished) + 1))
-    check_entries(path, [Entry(n, r.task, r.arm, r.cohort, r.reward, r.passed, r.run)
-                         for n, r in zip(lines, read.finished, strict=True)],
+    check_entries(Path(path), [Entry(n, r.task, r.arm, r.cohort, r.reward, r.passed, r.run)
+                               for n, r in zip(lines, read.finished, strict=True)],
                   plan=plan, merge_runs=merge_runs, column="field")
+
+
+def validate_attempts(path: Path | str, plan: AnalysisPlan, *, merge_runs: bool = False,
+                      read: ReadResult | None = None) -> None:
+    """Check an attempts file against a plan chosen after it was read (once more for a CSV).
+
+    For callers that read a run before they know its plan (the plan frozen with the run):
+    call this once the plan is chosen; ``read`` spares a JSONL file a second read.
+
+    Raises:
+        InputError: the first attempt breaking a rule, by line and field or column.
+    """
+    path = Path(path)
+    if path.suffix.lower() == ".csv":
+        from fire_exp.analysis.load_csv import load_csv
+
+        load_csv(path, plan, merge_runs)
+        return
+    check_records(path, read if read is not None else _read(path), plan,
+                  merge_runs=merge_runs)
+
+
+def _load_jsonl(path: Path, plan: AnalysisPlan | None, merge_runs: bool) -> LoadedAttempts:
+    read = _read(path)
+    check_records(path, read, plan, merge_runs=merge_runs)
     return loaded_from_records(read, path)
 
 

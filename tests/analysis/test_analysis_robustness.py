@@ -186,3 +186,19 @@ def test_two_thousand_tasks_are_analysed(tmp_path: Path,
     primary = contrasts[contrasts["role"] == "primary"].iloc[0]
     assert primary["n_tasks"] == 1000 and primary["p_method"] == "exact-lattice"
     assert 10 < primary["estimate_pp"] < 20 and primary["p_value"] < 1e-6
+
+
+def test_a_run_read_before_its_plan_is_checked_once_the_plan_is_known(tmp_path: Path) -> None:
+    """validate_attempts: the hook for callers that choose the plan after reading."""
+    from fire_exp.analysis.load import validate_attempts
+    from fire_exp.records import read_records
+
+    plan = load_plan(REPO / "analysis" / "default.yaml")
+    path = _jsonl(tmp_path, [make_record("t1", "real"), make_record("t1", "shamm")])
+    read = read_records(path)
+    with pytest.raises(InputError, match="line 2, field 'arm'.*did you mean 'sham'"):
+        validate_attempts(path, plan, read=read)
+    csv = _csv(tmp_path, "t1,real,0,eligible,1\nt1,reconsidr,0,eligible,0\n")
+    with pytest.raises(InputError, match="line 3, column 'arm'"):
+        validate_attempts(csv, plan)
+    validate_attempts(_csv(tmp_path, GOOD, name="ok.csv"), plan)  # a clean file passes
