@@ -88,11 +88,45 @@ def _names(data: dict[str, Any], key: str, where: str) -> tuple[str, ...]:
     return tuple(value)
 
 
+# Parameters that count things and must be at least 1; durations (``*_s``, ``*_sec``,
+# ``*timeout*``) and these others must be at least 0. Checked before anything is written.
+_AT_LEAST_ONE = frozenset({"workers", "max_steps", "max_tokens", "pids_limit",
+                           "cpus_per_attempt", "attempts"})
+_AT_LEAST_ZERO = frozenset({"retries", "temperature", "max_replacements"})
+
+
+def _minimum(key: str) -> int | None:
+    if key in _AT_LEAST_ONE:
+        return 1
+    if key in _AT_LEAST_ZERO or key.endswith(("_s", "_sec")) or "timeout" in key:
+        return 0
+    return None
+
+
+def check_ranges(params: dict[str, Any], where: str) -> None:
+    """Refuse a count below 1 or a duration below 0 in a group's parameters.
+
+    >>> check_ranges({"workers": 2, "think_s": 0.0}, "executor")
+    """
+    for key, value in params.items():
+        low = _minimum(key)
+        if low is None or value is None:
+            continue
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            raise InputError(f"configs/{where}", key, f"expected a number, got {value!r}",
+                             f"set {where}.{key}=<number>")
+        if not value >= low:  # also refuses NaN
+            raise InputError(f"configs/{where}", key, f"{value} is below {low}",
+                             f"set {where}.{key} to {low} or more")
+
+
 def _component(data: dict[str, Any], where: str) -> ComponentConfig:
     if not isinstance(data, dict):
         raise InputError(f"configs/{where}", "<group>", "expected a mapping")
     name = _require(data, "name", str, where)
-    return ComponentConfig(name=name, params={k: v for k, v in data.items() if k != "name"})
+    params = {k: v for k, v in data.items() if k != "name"}
+    check_ranges(params, where)
+    return ComponentConfig(name=name, params=params)
 
 
 def panel_from_dict(data: dict[str, Any]) -> PanelConfig:
@@ -107,6 +141,7 @@ def panel_from_dict(data: dict[str, Any]) -> PanelConfig:
     eligible, silent = _names(data, "eligible", where), _names(data, "silent", where)
     if not eligible and not silent:
         raise InputError("configs/panel", "eligible/silent", "no tasks")
+    check_ranges(dict(data.get("replacement") or {}), "panel.replacement")
     both = set(eligible) & set(silent)
     if both:
         raise InputError("configs/panel", "silent", f"{sorted(both)} are also eligible")
@@ -128,6 +163,9 @@ def run_config_from_dict(data: dict[str, Any]) -> RunConfig:
     seed = data.get("seed", 0)
     if isinstance(seed, bool) or not isinstance(seed, int):
         raise InputError("configs/config.yaml", "seed", f"expected an integer, got {seed!r}")
+    if seed < 0:
+        raise InputError("configs/config.yaml", "seed", f"{seed} is negative",
+                         "use a seed of 0 or more")
     run, resume = _run_name(data)
     return RunConfig(
         panel=panel_from_dict(data["panel"]), agent=_component(data["agent"], "agent"),

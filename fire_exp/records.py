@@ -135,7 +135,7 @@ class AttemptRecord(_Model):
     agent: str
     tier: str | None = None
     environment: str
-    reward: float | None  # None when no reward could be read (see cause)
+    reward: float | None = Field(allow_inf_nan=False)  # None: no reward read (see cause)
     passed: bool
     cause: Cause | None = None
     error: str | None = None
@@ -203,6 +203,7 @@ class ReadResult:
     finished: list[AttemptRecord]
     started: list[StartedRecord]
     torn_tail: bool  # the last line was incomplete (a crash mid-write) and was ignored
+    lines: tuple[int, ...] = ()  # the line number of each finished record, when read
 
 
 def record_to_line(record: AttemptRecord | StartedRecord) -> str:
@@ -243,7 +244,7 @@ def _parse_line(path: Path, lineno: int, text: str) -> AttemptRecord | StartedRe
 
 def iter_lines(path: Path) -> Iterator[tuple[int, str, bool]]:
     """Yield (line number, text, complete) for each non-empty line of ``path``."""
-    with open(path, encoding="utf-8") as fh:
+    with open(path, encoding="utf-8-sig") as fh:  # -sig: a BOM some editors add is no data
         for lineno, text in enumerate(fh, start=1):
             complete = text.endswith("\n")
             if text.strip():
@@ -261,6 +262,7 @@ def read_records(path: Path | str) -> ReadResult:
     finished: list[AttemptRecord] = []
     started: list[StartedRecord] = []
     torn = False
+    lines: list[int] = []
     for lineno, text, complete in iter_lines(path):
         if not complete:
             # Only the last line can lack its newline; if it does not parse it was torn.
@@ -275,4 +277,5 @@ def read_records(path: Path | str) -> ReadResult:
             started.append(record)
         else:
             finished.append(record)
-    return ReadResult(finished=finished, started=started, torn_tail=torn)
+            lines.append(lineno)
+    return ReadResult(finished=finished, started=started, torn_tail=torn, lines=tuple(lines))

@@ -4,31 +4,33 @@ Replacement chains (JSONL): per (task, arm, replicate), in file order, keep the 
 record; if none is fair keep the last one, scored as a failure. Records with
 ``valid=False`` are excluded from scoring and counted. Infrastructure failures stay in the
 frame (flagged); the primary analysis scores them as failures.
+
+Every attempt is checked as it is read (``fire_exp.analysis.validate``): rewards, arms and
+cohorts against the plan, one cohort per task, one run per file unless ``merge_runs``.
+Merged runs keep their replacement chains apart and number their replicates in turn.
 """
 
 from __future__ import annotations
 
-import csv
-import math
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
+from fire_exp.analysis.plan import AnalysisPlan
+from fire_exp.analysis.validate import Entry, check_entries
 from fire_exp.errors import InputError
 from fire_exp.records import AttemptRecord, ReadResult, RecordsFileError, read_records
 
-__all__ = ["ATTEMPT_COLUMNS", "LoadedAttempts", "load_attempts", "loaded_from_records",
-           "normalize_frame"]
+__all__ = ["ATTEMPT_COLUMNS", "LoadedAttempts", "check_records", "load_attempts",
+           "loaded_from_records", "normalize_frame", "validate_attempts"]
 
 KEY = ["task", "arm", "replicate"]
 ATTEMPT_COLUMNS = [*KEY, "cohort", "reward", "passed", "cost_usd", "agent_seconds",
                    "infrastructure_failure", "gave_up", "cause", "no_fair_attempt",
                    "funnel_state", "funnel_fired", "funnel_behavior", "funnel_passed"]
 FAMILY_COLUMNS = [*KEY, "cohort", "family", "state", "fired", "behavior", "passed"]
-_TRUE = {"1", "true", "yes", "y", "t", "1.0"}
-_FALSE = {"0", "false", "no", "n", "f", "0.0", ""}
 
 
 @dataclass(frozen=True)
@@ -64,9 +66,9 @@ def _tri(value: bool | None) -> float:
 
 def _select_chains(records: list[AttemptRecord],
                    ) -> tuple[list[tuple[AttemptRecord, bool]], list[AttemptRecord]]:
-    chains: dict[tuple[str, str, int], list[AttemptRecord]] = {}
+    chains: dict[tuple[str, str, str, int], list[AttemptRecord]] = {}
     for r in records:
-        chains.setdefault((r.task, r.arm, r.replicate), []).append(r)
+        chains.setdefault((r.run, r.task, r.arm, r.replicate), []).append(r)
     chosen, dropped = [], []
     for chain in chains.values():
         fair = next((r for r in chain if r.fair), None)
@@ -74,6 +76,23 @@ def _select_chains(records: list[AttemptRecord],
         chosen.append((keep, fair is None))
         dropped += [r for r in chain if r is not keep]
     return chosen, dropped
+
+
+def _renumber(chosen: list[tuple[AttemptRecord, bool]]) -> list[tuple[AttemptRecord, bool]]:
+    """Number the replicates of merged runs 0, 1, ... per (task, arm), run by run."""
+    runs = list(dict.fromkeys(r.run for r, _ in chosen))
+    if len(runs) < 2:
+        return chosen
+    order = sorted(range(len(chosen)), key=lambda i: (runs.index(chosen[i][0].run),
+                                                      chosen[i][0].replicate))
+    count: dict[tuple[str, str], int] = {}
+    out = list(chosen)
+    for i in order:
+        r, nf = chosen[i]
+        n = count.get((r.task, r.arm), 0)
+        count[(r.task, r.arm)] = n + 1
+        out[i] = (r.model_copy(update={"replicate": n}), nf)
+    return out
 
 
 def _record_row(r: AttemptRecord, no_fair: bool) -> dict[str, object]:
@@ -89,19 +108,61 @@ def _record_row(r: AttemptRecord, no_fair: bool) -> dict[str, object]:
     }
 
 
-def _load_jsonl(path: Path) -> LoadedAttempts:
+def _read(path: Path) -> ReadResult:
     try:
-        read = read_records(path)
+        return read_records(path)
     except RecordsFileError as exc:
         raise InputError(exc.path, f"line {exc.line}, field '{exc.field}'",
                          str(exc).split(": ", 2)[-1], "fix or remove that line") from exc
+
+
+def check_records(path: Path | str, read: ReadResult, plan: AnalysisPlan | None, *,
+                  merge_runs: bool = False) -> None:
+    """Check records already read from ``path`` against ``plan`` (see ``validate``).
+
+    Raises:
+        InputError: the first record breaking a rule, by line and field.
+    """
+    lines = read.lines or tuple(range(1, len(read.finished) + 1))
+    check_entries(Path(path), [Entry(n, r.task, r.arm, r.cohort, r.reward, r.passed, r.run)
+                               for n, r in zip(lines, read.finished, strict=True)],
+                  plan=plan, merge_runs=merge_runs, column="field")
+
+
+def validate_attempts(path: Path | str, plan: AnalysisPlan, *, merge_runs: bool = False,
+                      read: ReadResult | None = None) -> None:
+    """Check an attempts file against a plan chosen after it was read (once more for a CSV).
+
+    For callers that read a run before they know its plan (the plan frozen with the run):
+    call this once the plan is chosen; ``read`` spares a JSONL file a second read.
+
+    Raises:
+        InputError: the first attempt breaking a rule, by line and field or column.
+    """
+    path = Path(path)
+    if path.suffix.lower() == ".csv":
+        from fire_exp.analysis.load_csv import load_csv
+
+        load_csv(path, plan, merge_runs)
+        return
+    check_records(path, read if read is not None else _read(path), plan,
+                  merge_runs=merge_runs)
+
+
+def _load_jsonl(path: Path, plan: AnalysisPlan | None, merge_runs: bool) -> LoadedAttempts:
+    read = _read(path)
+    check_records(path, read, plan, merge_runs=merge_runs)
     return loaded_from_records(read, path)
 
 
 def loaded_from_records(read: ReadResult, path: Path | str) -> LoadedAttempts:
-    """Score records already read from ``path`` (the report reads the file only once)."""
+    """Score records already read from ``path`` (the report reads the file only once).
+
+    Records of several runs keep their chains apart; their replicates are renumbered.
+    """
     valid = [r for r in read.finished if r.valid]
     chosen, superseded = _select_chains(valid)
+    chosen = _renumber(chosen)
     rows = [_record_row(r, nf) for r, nf in chosen]
     fam_rows = [{"task": r.task, "arm": r.arm, "replicate": r.replicate, "cohort": r.cohort,
                  "family": f.family, "state": _tri(f.state), "fired": float(f.fired),
@@ -115,73 +176,6 @@ def loaded_from_records(read: ReadResult, path: Path | str) -> LoadedAttempts:
         superseded=pd.DataFrame([{"task": r.task, "arm": r.arm, "replicate": r.replicate,
                                   "cause": r.cause.value if r.cause else ""}
                                  for r in superseded], columns=[*KEY, "cause"]))
-
-
-def _cell(path: Path, line: int, col: str, text: str, kind: str) -> object:
-    where = f"line {line}, column '{col}'"
-    t = (text or "").strip()
-    if kind == "str":
-        if not t:
-            raise InputError(path, where, "is empty", "every attempt needs a value here")
-        return t
-    if kind == "int":
-        try:
-            return int(t)
-        except ValueError:
-            raise InputError(path, where, f"{t!r} is not a whole number") from None
-    if kind == "float":
-        try:
-            v = float(t) if t else 0.0
-        except ValueError:
-            raise InputError(path, where, f"{t!r} is not a number") from None
-        if not math.isfinite(v):
-            raise InputError(path, where, f"{t!r} is not a finite number")
-        return v
-    if t.lower() in _TRUE:
-        return True
-    if t.lower() in _FALSE:
-        return False
-    raise InputError(path, where, f"{t!r} is not a boolean", "use 1/0 or true/false")
-
-
-_CSV_KINDS = {"task": "str", "arm": "str", "replicate": "int", "cohort": "str",
-              "reward": "float", "passed": "bool", "cost_usd": "float",
-              "agent_seconds": "float", "infrastructure_failure": "bool", "valid": "bool",
-              "gave_up": "bool"}
-
-
-def _load_csv(path: Path) -> LoadedAttempts:
-    with open(path, newline="", encoding="utf-8") as fh:
-        reader = csv.DictReader(fh)
-        header = reader.fieldnames or []
-        missing = [c for c in ("task", "arm", "replicate") if c not in header]
-        if missing or not ({"reward", "passed"} & set(header)):
-            need = missing or ["reward or passed"]
-            raise InputError(path, "line 1 (header)", f"missing column(s) {need}",
-                             "a CSV needs task, arm, replicate and reward or passed")
-        rows: list[dict[str, object]] = []
-        seen: dict[tuple[object, ...], int] = {}
-        n_invalid = 0
-        for raw in reader:
-            line = reader.line_num
-            if None in raw or any(v is None for v in raw.values()):
-                raise InputError(path, f"line {line}", f"has a different number of cells "
-                                 f"than the header's {len(header)}")
-            row = {c: _cell(path, line, c, raw[c], k) for c, k in _CSV_KINDS.items()
-                   if c in raw}
-            if not row.get("valid", True):
-                n_invalid += 1
-                continue
-            key = (row["task"], row["arm"], row["replicate"])
-            if key in seen:
-                raise InputError(path, f"line {line}, column 'replicate'",
-                                 f"repeats task/arm/replicate of line {seen[key]}",
-                                 "a CSV holds one scored row per attempt")
-            seen[key] = line
-            rows.append(row)
-    frame = normalize_frame(pd.DataFrame(rows, columns=[c for c in _CSV_KINDS if c in header]))
-    return LoadedAttempts(frame, pd.DataFrame(columns=FAMILY_COLUMNS), str(path),
-                          len(rows) + n_invalid, n_invalid, 0)
 
 
 def normalize_frame(frame: pd.DataFrame) -> pd.DataFrame:
@@ -211,11 +205,18 @@ def normalize_frame(frame: pd.DataFrame) -> pd.DataFrame:
     return f[ATTEMPT_COLUMNS].reset_index(drop=True)
 
 
-def load_attempts(path: Path | str) -> LoadedAttempts:
+def load_attempts(path: Path | str, plan: AnalysisPlan | None = None, *,
+                  merge_runs: bool = False) -> LoadedAttempts:
     """Load a JSONL attempts file, a CSV, or a run folder holding ``attempts.jsonl``.
 
+    Args:
+        path: the attempts file or run folder.
+        plan: check arms, cohorts and the reward scale against it (None: rewards in [0, 1]).
+        merge_runs: pool the attempts of several runs in one file (else refused).
+
     Raises:
-        InputError: missing file, malformed line (names line and field / column).
+        InputError: missing file, malformed line or value breaking a rule (names the line
+            and the field or column, and what to do).
     """
     path = Path(path)
     if path.is_dir():
@@ -223,4 +224,8 @@ def load_attempts(path: Path | str) -> LoadedAttempts:
     if not path.is_file():
         raise InputError(path, "<file>", "no such attempts file",
                          "pass a run folder with attempts.jsonl, a .jsonl or a .csv file")
-    return _load_csv(path) if path.suffix.lower() == ".csv" else _load_jsonl(path)
+    if path.suffix.lower() == ".csv":
+        from fire_exp.analysis.load_csv import load_csv
+
+        return load_csv(path, plan, merge_runs)
+    return _load_jsonl(path, plan, merge_runs)

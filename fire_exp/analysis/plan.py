@@ -1,18 +1,44 @@
-"""The analysis plan: which contrasts, cohorts, resample counts and seed (a YAML file)."""
+"""The analysis plan: which contrasts, cohorts, resample counts and seed (a YAML file).
+
+A plan is checked when it is read (its primary and interaction cohorts are among its
+cohorts), and against a panel at ``freeze`` and ``run`` (``check_plan_for_panel``: every arm
+it names is an arm the harness or the panel knows, every cohort one the panel makes, every
+panel arm analysed), so a typo stops the panel before its first attempt.
+"""
 
 from __future__ import annotations
 
+import difflib
 import hashlib
 import json
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Annotated, Literal
 
 import yaml
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from fire_exp.errors import InputError
 
-__all__ = ["AnalysisPlan", "Contrast", "load_plan", "parse_contrast"]
+__all__ = ["PANEL_COHORTS", "AnalysisPlan", "Contrast", "check_plan_for_panel",
+           "did_you_mean", "load_plan", "parse_contrast"]
+
+PANEL_COHORTS = ("eligible", "silent")  # the cohorts a fire-exp panel assigns tasks to
+
+
+def did_you_mean(name: str, known: Iterable[str]) -> str:
+    """A hint naming the closest known names, or listing them all.
+
+    >>> did_you_mean("shamm", ["real", "sham", "baseline"])
+    "did you mean 'sham'? (known: baseline, real, sham)"
+    """
+    ordered = sorted(set(known))
+    close = difflib.get_close_matches(name, ordered, n=2, cutoff=0.6)
+    close += [k for k in ordered if k.lower() == name.lower() and k not in close]
+    listing = f"known: {', '.join(ordered) or 'none'}"
+    if close:
+        return f"did you mean {' or '.join(repr(c) for c in close[:2])}? ({listing})"
+    return listing
 
 
 class _Model(BaseModel):
@@ -76,18 +102,51 @@ class Interaction(_Model):
 
 
 class AnalysisPlan(_Model):
-    """A validated analysis plan. ``contrasts`` lists primary then secondaries."""
+    """A validated analysis plan. ``contrasts`` lists primary then secondaries.
+
+    ``arms`` names arms analysed beyond those of the contrasts; ``reward_scale`` is the
+    range a reward may take (verifier rewards lie in [0, 1]).
+    """
 
     name: str
     seed: int = Field(ge=0)
     primary: Contrast
     secondary: list[ContrastText] = Field(default_factory=list)
+    arms: list[str] = Field(default_factory=list)
     cohorts: list[str] = Field(default_factory=lambda: ["eligible", "silent", "all"])
+    reward_scale: tuple[float, float] = (0.0, 1.0)
     bootstrap: Bootstrap = Field(default_factory=lambda: Bootstrap())
     permutation: Permutation = Field(default_factory=lambda: Permutation())
     multiplicity: Multiplicity = Field(default_factory=lambda: Multiplicity())
     missing_data: MissingData = Field(default_factory=lambda: MissingData())
     interaction: Interaction | None = None
+
+    @model_validator(mode="after")
+    def _cohorts_named(self) -> AnalysisPlan:
+        named = [("primary.cohort", self.primary.cohort)]
+        if self.interaction is not None:
+            named += [("interaction.cohorts", c) for c in self.interaction.cohorts]
+        for field, cohort in named:
+            if cohort not in self.cohorts:
+                raise ValueError(f"{field}: cohort {cohort!r} is not among the plan's cohorts "
+                                 f"{self.cohorts}; {did_you_mean(cohort, self.cohorts)}")
+        low, high = self.reward_scale
+        if not low < high:
+            raise ValueError(f"reward_scale: {low} is not below {high}")
+        return self
+
+    @property
+    def arm_names(self) -> list[str]:
+        """Every arm the plan names: the contrasts' arms, then ``arms``, in order."""
+        names = [arm for c in self.contrasts for arm in parse_contrast(c)]
+        if self.interaction is not None:
+            names += parse_contrast(self.interaction.contrast)
+        return list(dict.fromkeys([*names, *self.arms]))
+
+    @property
+    def cohort_names(self) -> list[str]:
+        """The cohorts attempts may carry (``all`` is every task, never a label)."""
+        return [c for c in self.cohorts if c != "all"]
 
     @property
     def contrasts(self) -> list[str]:
@@ -121,4 +180,34 @@ def load_plan(path: Path | str) -> AnalysisPlan:
     except ValidationError as exc:
         err = exc.errors()[0]
         field = ".".join(str(p) for p in err["loc"]) or "<plan>"
-        raise InputError(path, field, err["msg"], "see analysis/default.yaml") from exc
+        raise InputError(path, field, err["msg"].removeprefix("Value error, "),
+                         "see analysis/default.yaml") from exc
+
+
+def check_plan_for_panel(plan: AnalysisPlan, path: Path | str, panel_arms: Iterable[str],
+                         known_arms: Iterable[str]) -> None:
+    """Refuse a plan that names an arm or cohort the panel cannot produce.
+
+    Args:
+        plan: the panel's analysis plan, read from ``path``.
+        panel_arms: the arms the panel runs (each must be analysed by the plan).
+        known_arms: every arm the harness knows (a plan may name one the panel lacks:
+            its contrasts are then skipped, with a note).
+
+    Raises:
+        InputError: naming the plan file, the field and the closest known name.
+    """
+    panel = list(panel_arms)
+    known = {*known_arms, *panel}
+    for arm in plan.arm_names:
+        if arm not in known:
+            raise InputError(path, "arms", f"arm {arm!r} is not an arm of fire-exp or of "
+                             "this panel", did_you_mean(arm, known))
+    for cohort in plan.cohort_names:
+        if cohort not in PANEL_COHORTS:
+            raise InputError(path, "cohorts", f"cohort {cohort!r} is not a panel cohort",
+                             did_you_mean(cohort, [*PANEL_COHORTS, "all"]))
+    missing = [arm for arm in panel if arm not in plan.arm_names]
+    if missing:
+        raise InputError(path, "arms", f"the panel's arm(s) {missing} are not in the plan",
+                         "add them to a contrast or to the plan's arms: list")

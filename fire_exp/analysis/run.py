@@ -11,7 +11,6 @@ has no manifest. The choice, and whether it matches the frozen plan, is recorded
 from __future__ import annotations
 
 import hashlib
-import json
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -20,8 +19,9 @@ from typing import Any
 from fire_exp.analysis.load import LoadedAttempts, load_attempts, loaded_from_records
 from fire_exp.analysis.plan import AnalysisPlan, load_plan
 from fire_exp.errors import InputError
+from fire_exp.manifest import read_prereg
 from fire_exp.paths import ANALYSIS_DIR
-from fire_exp.records import ReadResult, RecordsFileError, read_records
+from fire_exp.records import ReadResult, read_records
 
 __all__ = ["PlanChoice", "RunInputs", "attempts_path", "choose_plan", "read_prereg",
            "read_run", "resolve_plan"]
@@ -61,40 +61,23 @@ def attempts_path(run: Path | str) -> Path:
     return path
 
 
-def read_prereg(path: Path) -> dict[str, Any] | None:
-    """The preregistration manifest at ``path``, or None when there is none.
-
-    Raises:
-        InputError: the file is not JSON or not a fire-exp manifest.
-    """
-    if not path.is_file():
-        return None
-    try:
-        manifest = json.loads(path.read_text(encoding="utf-8"))
-    except json.JSONDecodeError as exc:
-        raise InputError(path, "<json>", f"not valid JSON: {exc.msg}") from exc
-    if not isinstance(manifest, dict) or not isinstance(manifest.get("hashes"), dict):
-        raise InputError(path, "hashes", "not a fire-exp preregistration manifest")
-    return manifest
-
-
-def read_run(run: Path | str) -> RunInputs:
+def read_run(run: Path | str, *, merge_runs: bool = False) -> RunInputs:
     """Read a run folder or an attempts file once: records, scored attempts, manifest.
 
+    The attempts are checked against a plan once it is chosen (``validate_attempts``);
+    ``merge_runs`` lets one file hold several runs.
+
     Raises:
-        InputError: a missing or malformed attempts file or manifest.
+        InputError: a missing or malformed attempts file or manifest (a malformed record
+            names its line and field).
     """
     run = Path(run)
     path = attempts_path(run)
     records = None
     if path.suffix.lower() == ".csv":
-        loaded = load_attempts(path)
+        loaded = load_attempts(path, merge_runs=merge_runs)
     else:
-        try:
-            records = read_records(path)
-        except RecordsFileError as exc:
-            raise InputError(exc.path, f"line {exc.line}, field '{exc.field}'",
-                             str(exc).split(": ", 2)[-1], "fix or remove that line") from exc
+        records = read_records(path)
         loaded = loaded_from_records(records, path)
     return RunInputs(loaded, records, read_prereg(path.parent / "prereg.json"), path,
                      run.name if run.is_dir() else run.stem)

@@ -23,7 +23,12 @@ import scipy
 from fire_exp.analysis.accounting import accounting_frame, prereg_frame, run_status, tier_label
 from fire_exp.analysis.arms import arms_in_order, main_cohort, reference_arm, suite_cohort
 from fire_exp.analysis.counts import errors_frame, funnel_frames, near_miss_frame, pass_k_frame
-from fire_exp.analysis.load import FAMILY_COLUMNS, LoadedAttempts, normalize_frame
+from fire_exp.analysis.load import (
+    FAMILY_COLUMNS,
+    LoadedAttempts,
+    normalize_frame,
+    validate_attempts,
+)
 from fire_exp.analysis.plan import AnalysisPlan, parse_contrast
 from fire_exp.analysis.reliability import reliability_frame
 from fire_exp.analysis.result import AnalysisResult
@@ -219,7 +224,8 @@ def _interaction_frame(plan: AnalysisPlan, att: pd.DataFrame, notes: list[str]) 
         "n_first": res.n_first, "n_second": res.n_second}])
 
 
-def _inputs(source: str | Path | pd.DataFrame | LoadedAttempts | RunInputs) -> RunInputs:
+def _inputs(source: str | Path | pd.DataFrame | LoadedAttempts | RunInputs,
+            merge_runs: bool) -> RunInputs:
     if isinstance(source, RunInputs):
         return source
     if isinstance(source, LoadedAttempts):
@@ -228,7 +234,7 @@ def _inputs(source: str | Path | pd.DataFrame | LoadedAttempts | RunInputs) -> R
         frame = normalize_frame(source)
         return RunInputs(LoadedAttempts(frame, pd.DataFrame(columns=FAMILY_COLUMNS),
                                         "<frame>", len(frame), 0, 0), name="<frame>")
-    return read_run(source)
+    return read_run(source, merge_runs=merge_runs)
 
 
 def _metadata(choice: PlanChoice, inputs: RunInputs, att: pd.DataFrame, k: int,
@@ -249,7 +255,8 @@ def _metadata(choice: PlanChoice, inputs: RunInputs, att: pd.DataFrame, k: int,
 
 
 def analyze(source: str | Path | pd.DataFrame | LoadedAttempts | RunInputs,
-            plan: AnalysisPlan | str | Path | None = None) -> AnalysisResult:
+            plan: AnalysisPlan | str | Path | None = None, *,
+            merge_runs: bool = False) -> AnalysisResult:
     """Every table of a run (a run folder, an attempts file, a tidy frame or loaded
     attempts) under an analysis plan.
 
@@ -258,6 +265,10 @@ def analyze(source: str | Path | pd.DataFrame | LoadedAttempts | RunInputs,
             ``prereg.json``.
         plan: a plan (object, file or name under ``analysis/``); None: the plan frozen
             with the run (its ``prereg.json``), else ``analysis/default.yaml``.
+        merge_runs: let one attempts file hold several runs (else refused).
+
+    An attempts file is checked against the chosen plan as it enters: rewards in the
+    plan's scale, arms and cohorts the plan knows, one cohort per task, one run per file.
 
     Same data, same plan (seed) and same numpy build give bit-identical tables.
 
@@ -265,9 +276,11 @@ def analyze(source: str | Path | pd.DataFrame | LoadedAttempts | RunInputs,
         InputError: unreadable input, no scored attempt, or a frozen plan that changed.
     """
     given = resolve_plan(plan) if isinstance(plan, str | Path) else plan  # refuse it first
-    inputs = _inputs(source)
+    inputs = _inputs(source, merge_runs)
     choice = choose_plan(inputs, given)
     plan, loaded = choice.plan, inputs.loaded
+    if inputs.path is not None:
+        validate_attempts(inputs.path, plan, merge_runs=merge_runs, read=inputs.records)
     att, notes = loaded.attempts, list[str]()
     if att.empty:
         raise InputError(loaded.source, "<attempts>", "no finished, valid attempt to analyse",

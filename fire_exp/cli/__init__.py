@@ -8,12 +8,13 @@ others take ordinary options (``--help``).
 
 from __future__ import annotations
 
+import errno
 import importlib
 import sys
 
 from fire_exp.errors import FireExpError
 
-__all__ = ["COMMANDS", "main"]
+__all__ = ["COMMANDS", "error_line", "main"]
 
 # command -> (module, one-line help)
 COMMANDS: dict[str, tuple[str, str]] = {
@@ -39,6 +40,28 @@ def _usage() -> str:
     return "\n".join(lines)
 
 
+_OS_FIXES = {
+    errno.EACCES: "make it writable, or write elsewhere (results_dir=, --out)",
+    errno.EPERM: "make it writable, or write elsewhere (results_dir=, --out)",
+    errno.EROFS: "the file system is read-only: write elsewhere (results_dir=, --out)",
+    errno.ENOSPC: "the disk is full: free space, then resume; finished attempts are kept",
+    errno.EDQUOT: "the disk quota is exhausted: free space, then resume",
+    errno.ENOTDIR: "a file stands where a folder should be: move it or choose another path",
+    errno.EEXIST: "a file stands where a folder should be: move it or choose another path",
+    errno.EISDIR: "a folder stands where a file should be: choose another path",
+}
+
+
+def error_line(command: str, exc: BaseException) -> str:
+    """The one line a user-facing error or an OS error prints (no traceback)."""
+    if isinstance(exc, OSError) and not isinstance(exc, FireExpError):
+        where = exc.filename if exc.filename is not None else "<file system>"
+        what = exc.strerror or type(exc).__name__
+        fix = _OS_FIXES.get(exc.errno or 0)
+        return f"fire-exp {command}: error: {where}: {what}" + (f" ({fix})" if fix else "")
+    return f"fire-exp {command}: error: {exc}"
+
+
 def main(argv: list[str] | None = None) -> int:
     """Entry point of the ``fire-exp`` console script."""
     args = list(sys.argv[1:] if argv is None else argv)
@@ -54,9 +77,9 @@ def main(argv: list[str] | None = None) -> int:
     if name not in COMMANDS:
         print(f"fire-exp: unknown command '{name}'\n\n{_usage()}", file=sys.stderr)
         return 2
-    module = importlib.import_module(COMMANDS[name][0])
     try:
+        module = importlib.import_module(COMMANDS[name][0])
         return int(module.main(rest) or 0)
-    except FireExpError as exc:
-        print(f"fire-exp {name}: error: {exc}", file=sys.stderr)
+    except (FireExpError, OSError) as exc:  # OSError: permissions, a full disk, ...
+        print(error_line(name, exc), file=sys.stderr)
         return 2

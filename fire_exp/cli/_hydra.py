@@ -31,8 +31,10 @@ def hydra_main(prog: str, argv: list[str], body: Callable[[RunConfig], int]) -> 
     def _app(cfg: DictConfig) -> None:
         try:
             code = body(to_run_config(cfg))
-        except FireExpError as exc:
-            print(f"fire-exp {prog}: error: {exc}", file=sys.stderr)
+        except (FireExpError, OSError) as exc:
+            from fire_exp.cli import error_line
+
+            print(error_line(prog, exc), file=sys.stderr)
             raise SystemExit(2) from None
         status["code"] = max(status["code"], code)
 

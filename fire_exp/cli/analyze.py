@@ -11,7 +11,10 @@ which plan it used and a short Markdown summary.
 from __future__ import annotations
 
 import argparse
+import sys
 from pathlib import Path
+
+from fire_exp.errors import InputError
 
 __all__ = ["main"]
 
@@ -23,16 +26,30 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--plan", default=None,
                         help="analysis plan (default: the one frozen with the run)")
     parser.add_argument("--out", type=Path, default=None, help="output folder for the tables")
+    parser.add_argument("--merge-runs", action="store_true",
+                        help="pool the attempts of several runs in one file (else refused)")
     args = parser.parse_args(argv)
 
     from fire_exp.analysis import analyze
-    from fire_exp.report.build import DATA_DIR, default_out
-    from fire_exp.report.render import summary_markdown, write_tables
+    from fire_exp.report.render import DATA_DIR, default_out, summary_markdown, write_tables
 
-    result = analyze(args.path, args.plan)
+    if args.out is not None and args.out.exists() and not args.out.is_dir():
+        raise InputError(args.out, "--out", "is a file, not a folder",
+                         "name a folder for the tables (it is created if missing)")
+    result = analyze(args.path, args.plan, merge_runs=args.merge_runs)
     out = args.out or default_out(args.path) / DATA_DIR
     write_tables(result, out)
     print(result.metadata["plan_used"])
     print(summary_markdown(result))
+    if result.metadata.get("torn_tail"):
+        print(f"warning: the last line of {args.path} was torn by a crash and ignored "
+              "(resume the run to redo that attempt)")
     print(f"tables written to {out}")
+    contrasts = result.contrasts
+    if contrasts.empty or not (contrasts["role"] == "primary").any():
+        plan = result.plan
+        print(f"fire-exp analyze: error: {result.metadata['plan_path']}: primary: "
+              f"'{plan.primary.contrast}' on '{plan.primary.cohort}' could not be computed "
+              "(see the notes above); the attempts lack an arm or the cohort", file=sys.stderr)
+        return 1
     return 0

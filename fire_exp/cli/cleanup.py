@@ -1,4 +1,10 @@
-"""``fire-exp cleanup``: remove the containers (and images) an interrupted run left behind."""
+"""``fire-exp cleanup [--run RUN] [--all] [--images] [--base]``: remove what dead runs left.
+
+By default only containers of runs provably dead on this host go (their owner has exited
+and their run folder's lock is free); every container kept is listed with the reason.
+``--run RUN`` limits the cleanup to one run (and then also removes its containers kept for
+inspection); ``--all`` removes every fire-exp container, live or not, of any host.
+"""
 
 from __future__ import annotations
 
@@ -7,11 +13,16 @@ import sys
 
 
 def main(argv: list[str]) -> int:
+    """Remove dead runs' containers; print each one removed or kept; returns the status."""
     parser = argparse.ArgumentParser(
         prog="fire-exp cleanup",
-        description="Remove Docker containers labeled fire-exp=1 whose run is no longer alive.")
+        description="Remove Docker containers (label fire-exp=1) of runs provably dead on "
+                    "this host; list the ones kept and why.")
+    parser.add_argument("--run", default=None, metavar="RUN",
+                        help="only the containers of this run (its folder name); also "
+                             "removes its keep_container ones")
     parser.add_argument("--all", action="store_true", dest="everything",
-                        help="also containers of runs that are still alive")
+                        help="every fire-exp container, live or not, of any host")
     parser.add_argument("--images", action="store_true",
                         help="also remove the cached task images (fire-exp/task-*)")
     parser.add_argument("--base", action="store_true",
@@ -21,15 +32,18 @@ def main(argv: list[str]) -> int:
     from fire_exp.environments.docker_cleanup import cleanup
 
     client = docker_client()  # EnvironmentFailure: the dispatcher prints it, exit 2
-    report = cleanup(client, everything=args.everything, images=args.images, base=args.base)
+    report = cleanup(client, everything=args.everything, images=args.images, base=args.base,
+                     run=args.run)
     for kind, names in (("container", report.containers), ("network", report.networks),
                         ("image", report.images)):
         for name in names:
             print(f"removed {kind} {name}")
-    for name in report.kept_live:
-        print(f"kept container {name} (its run is still alive; --all removes it)")
+    for name, reason in report.kept:
+        how = "--run RUN removes it" if "keep_container" in reason else "--all removes it"
+        print(f"kept container {name} ({reason}; {how})")
     for error in report.errors:
         print(f"fire-exp cleanup: could not remove {error}", file=sys.stderr)
-    print(f"cleanup: {len(report.containers)} containers, {len(report.networks)} networks, "
-          f"{len(report.images)} images removed")
+    scope = f" of run {args.run}" if args.run else ""
+    print(f"cleanup{scope}: {len(report.containers)} containers, {len(report.networks)} "
+          f"networks, {len(report.images)} images removed; {len(report.kept)} containers kept")
     return 1 if report.errors else 0

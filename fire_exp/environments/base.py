@@ -156,11 +156,13 @@ class Environment(ABC):
         report(f"environment {cls.name}: nothing to prepare for {len(tasks)} tasks")
 
     @classmethod
-    def reap_orphans(cls) -> int:
+    def reap_orphans(cls, run_dir: Path | None = None) -> int:
         """Remove what attempts of runs that died (SIGKILL) left behind; returns how many.
 
-        Called when a run starts or resumes. Processes are reaped by the runner through
-        their marker; a backend with resources of its own (containers) overrides this.
+        Called when a run starts or resumes, holding ``run_dir``'s lock. Only what runs
+        provably dead on this host left may go (never another host's or a live run's).
+        Processes are reaped by the runner through their marker; a backend with resources
+        of its own (containers) overrides this.
         """
         return 0
 

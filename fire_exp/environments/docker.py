@@ -154,10 +154,16 @@ class DockerEnvironment(Environment):
     def labels(self) -> dict[str, str]:
         """The labels of this attempt's container."""
         parts = self.attempt_dir.parts
-        run = parts[-5] if len(parts) >= 5 and parts[-4] == "attempts" else ""
-        return owner_labels() | {f"{LABEL}.kind": "attempt", f"{LABEL}.run": run,
-                                 f"{LABEL}.attempt": self.attempt_id,
-                                 f"{LABEL}.task": self.task.name}
+        in_run = len(parts) >= 5 and parts[-4] == "attempts"
+        labels = owner_labels() | {f"{LABEL}.kind": "attempt",
+                                   f"{LABEL}.run": parts[-5] if in_run else "",
+                                   f"{LABEL}.attempt": self.attempt_id,
+                                   f"{LABEL}.task": self.task.name}
+        if in_run:  # its lock tells a later run start whether this run is alive
+            labels[f"{LABEL}.run-dir"] = str(self.attempt_dir.resolve().parents[3])
+        if self.keep_container:
+            labels[f"{LABEL}.keep"] = "1"
+        return labels
 
     def box_env(self) -> dict[str, str]:
         """The environment variables every process in the container sees."""
@@ -367,11 +373,11 @@ class DockerEnvironment(Environment):
             client.close()
 
     @classmethod
-    def reap_orphans(cls) -> int:
-        """Remove the containers of fire-exp runs whose driver process has died."""
+    def reap_orphans(cls, run_dir: Path | None = None) -> int:
+        """Remove the containers of runs provably dead on this host (see docker_cleanup)."""
         from fire_exp.environments.docker_cleanup import cleanup
 
-        return len(cleanup(docker_client()).containers)
+        return len(cleanup(docker_client(), own_run=run_dir).containers)
 
     def stop(self) -> None:
         try:

@@ -1,59 +1,137 @@
-"""Find and remove what fire-exp left on the Docker engine (``fire-exp cleanup``).
+"""Find and remove what fire-exp left on the Docker engine (run starts, ``fire-exp cleanup``).
 
-Every container, image and network fire-exp makes carries the label ``fire-exp=1``.
-A container also names its owner (``fire-exp.owner-host``, ``fire-exp.owner-pid``): one
-whose owner still runs on this host belongs to a live run and is kept unless ``everything``
-is asked for. Task images are removed on request (they are a cache); the base image only
-when asked by name, since rebuilding it needs the Debian mirror.
+Every container, image and network fire-exp makes carries the label ``fire-exp=1``. An
+attempt's container also names its owner (``fire-exp.owner-host``, ``fire-exp.owner-pid``),
+its run (``fire-exp.run``, ``fire-exp.run-dir``) and whether it is kept for inspection
+(``fire-exp.keep``). A container is *provably dead* only when it was made on this host, its
+owning process is gone, and its run folder's lock (``attempts.lock``) is free. Everything
+else is kept: another host's containers (its pids mean nothing here), a live run's, and
+``keep_container`` ones, which only ``fire-exp cleanup --run RUN`` or ``--all`` removes.
+Engines shared by several panels are therefore safe: a run start removes only the dead.
 """
 
 from __future__ import annotations
 
+import fcntl
 import os
 import socket
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from fire_exp.environments.images import LABEL
 from fire_exp.environments.session_host import is_alive
 
+__all__ = ["CleanupReport", "cleanup", "lock_free", "why_kept"]
+
 
 @dataclass
 class CleanupReport:
-    """What ``cleanup`` removed, kept and could not remove."""
+    """What ``cleanup`` removed, kept (with why) and could not remove."""
 
     containers: list[str] = field(default_factory=list)
-    kept_live: list[str] = field(default_factory=list)
+    kept: list[tuple[str, str]] = field(default_factory=list)  # (name, reason)
     images: list[str] = field(default_factory=list)
     networks: list[str] = field(default_factory=list)
     errors: list[str] = field(default_factory=list)
 
+    @property
+    def kept_live(self) -> list[str]:
+        """Names of the containers kept (any reason)."""
+        return [name for name, _ in self.kept]
 
-def owner_alive(labels: dict[str, str]) -> bool:
-    """Whether the process that made a container still runs (on this host)."""
-    if labels.get(f"{LABEL}.owner-host") != socket.gethostname():
+
+def lock_free(run_dir: Path) -> bool:
+    """Whether no process holds the run folder's lock (a missing lock file is free)."""
+    try:
+        fd = os.open(run_dir / "attempts.lock", os.O_RDONLY)
+    except FileNotFoundError:
+        return True
+    except OSError:
+        return False  # cannot tell: not provably dead
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        fcntl.flock(fd, fcntl.LOCK_UN)
+        return True
+    except OSError:
         return False
+    finally:
+        os.close(fd)
+
+
+def why_kept(labels: dict[str, str], *, own_run: Path | None = None) -> str | None:
+    """Why a container is not provably dead (None: it is, and may go).
+
+    Args:
+        labels: the container's labels.
+        own_run: the run folder the caller holds the lock of; containers of that run made
+            by another (dead) process are a dead driver's, as in ``runner.cleanup.reap``.
+    """
+    host = labels.get(f"{LABEL}.owner-host")
+    if host != socket.gethostname():
+        return f"made on host {host or 'unknown'}, not this one"
     try:
         pid = int(labels.get(f"{LABEL}.owner-pid", ""))
     except ValueError:
-        return False
-    return pid == os.getpid() or is_alive(pid)
+        return "its owner is unknown"
+    if pid == os.getpid() or is_alive(pid):
+        return f"its run is alive (pid {pid})"
+    if labels.get(f"{LABEL}.keep") == "1":
+        return "kept for inspection (keep_container)"
+    run_dir = labels.get(f"{LABEL}.run-dir")
+    if run_dir and own_run is not None and Path(run_dir) == own_run.resolve():
+        return None
+    if run_dir and not lock_free(Path(run_dir)):
+        return f"its run folder {run_dir} is locked by a live run"
+    return None
+
+
+def _removable(container: Any, run: str | None, everything: bool,
+               own_run: Path | None) -> str | None:
+    labels = container.labels or {}
+    if everything:
+        return None
+    reason = why_kept(labels, own_run=own_run)
+    named = run is not None and labels.get(f"{LABEL}.run") == run
+    if named and reason == "kept for inspection (keep_container)":
+        return None  # --run RUN asks for this run's kept containers too
+    return reason
 
 
 def cleanup(client: Any, *, everything: bool = False, images: bool = False,
-            base: bool = False) -> CleanupReport:
-    """Remove fire-exp's containers (of dead owners, or all), then networks and images."""
+            base: bool = False, run: str | None = None,
+            own_run: Path | None = None) -> CleanupReport:
+    """Remove fire-exp's provably dead containers (or all), then networks and images.
+
+    Args:
+        client: a Docker client.
+        everything: remove every fire-exp container, live or not, of any host.
+        images, base: also remove the task images / the base images.
+        run: only containers of the run of this name (``fire-exp.run``).
+        own_run: the caller's locked run folder (a run start).
+    """
     report = CleanupReport()
-    for container in client.containers.list(all=True, filters={"label": f"{LABEL}=1"}):
-        if not everything and owner_alive(container.labels):
-            report.kept_live.append(container.name)
+    filters = [f"{LABEL}=1"] + ([f"{LABEL}.run={run}"] if run is not None else [])
+    for container in client.containers.list(all=True, filters={"label": filters}):
+        reason = _removable(container, run, everything, own_run)
+        if reason is not None:
+            report.kept.append((container.name, reason))
             continue
         try:
             container.remove(force=True)
             report.containers.append(container.name)
         except Exception as exc:  # noqa: BLE001 - reported, the rest goes on
             report.errors.append(f"container {container.name}: {exc}")
+    if run is None:
+        _networks_and_images(client, report, images=images, base=base)
+    return report
+
+
+def _networks_and_images(client: Any, report: CleanupReport, *, images: bool,
+                         base: bool) -> None:
     for network in client.networks.list(filters={"label": f"{LABEL}=1"}):
+        if network.attrs.get("Containers"):
+            continue  # in use by a live attempt
         try:
             network.remove()
             report.networks.append(network.name)
@@ -70,4 +148,3 @@ def cleanup(client: Any, *, everything: bool = False, images: bool = False,
                 report.images.append(name)
             except Exception as exc:  # noqa: BLE001
                 report.errors.append(f"image {name}: {exc}")
-    return report

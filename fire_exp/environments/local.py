@@ -2,7 +2,12 @@
 
 NOT A SANDBOX. Commands run as the current user, on this machine, with its network and its
 files. Use it for the simulated agent, for tests and for tasks you trust; use
-``environment=docker`` for real models.
+``environment=docker`` for real models: only Docker isolates a hostile model.
+
+Secrets: commands get only a short list of the user's variables (no API keys); the harness
+makes itself non-dumpable, so another process of the user cannot read the key from
+``/proc/<harness>/environ`` (root still can); command output and every file of the
+attempt's logs are redacted (``redaction.py``), as the transcript is.
 
 Per attempt it makes ``ATTEMPT/work`` (the agent's working folder, ``$FIRE_WORKDIR``),
 ``ATTEMPT/logs`` (``$FIRE_LOGS``), and prepares the folder with the task's
@@ -35,6 +40,7 @@ from fire_exp.environments.base import (
     SessionEnd,
     VerifierResult,
 )
+from fire_exp.environments.redaction import redact_bytes, redact_tree, secret_values
 from fire_exp.environments.reward import read_reward_dir
 from fire_exp.records import Cause
 from fire_exp.tasks.model import Task
@@ -43,6 +49,28 @@ from fire_exp.tasks.model import Task
 # among it) stays out of the agent's box.
 _PASSED_VARS = ("PATH", "HOME", "LANG", "LC_ALL", "TZ", "TMPDIR", "USER")
 _SETUP_TIMEOUT = 120.0
+_PR_SET_DUMPABLE = 4
+
+
+def _hide_environ() -> None:
+    """Make this process non-dumpable: its /proc files (environ, mem) become root's.
+
+    Commands of the attempt run as the same user and could otherwise read the harness's
+    API key from ``/proc/<harness pid>/environ``. Children reset the flag when they exec.
+    """
+    try:
+        import ctypes
+
+        ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_DUMPABLE, 0, 0, 0, 0)
+    except (OSError, AttributeError):  # not Linux: nothing to hide this way
+        pass
+
+
+def _redacted(text: str, secrets: list[str]) -> str:
+    if not secrets:
+        return text
+    return redact_bytes(text.encode(errors="surrogateescape"), secrets).decode(
+        errors="surrogateescape")
 
 
 def free_port() -> int:
@@ -110,6 +138,7 @@ class LocalEnvironment(Environment):
         return env
 
     def start(self) -> None:
+        _hide_environ()
         p = self.paths
         for folder in (p.workdir, Path(p.logs) / "agent", Path(p.logs) / "verifier"):
             Path(folder).mkdir(parents=True, exist_ok=True)
@@ -169,9 +198,11 @@ class LocalEnvironment(Environment):
     def exec(self, command: str, timeout: float) -> ExecResult:
         reply = self._request({"op": "exec", "command": command, "timeout": timeout,
                                "cwd": self.paths.workdir, "env": self.env()})
-        return ExecResult(exit_code=reply["exit_code"], stdout=reply["stdout"],
-                          stderr=reply["stderr"], timed_out=reply["timed_out"],
-                          duration_s=reply["duration_s"])
+        secrets = secret_values()
+        return ExecResult(exit_code=reply["exit_code"],
+                          stdout=_redacted(reply["stdout"], secrets),
+                          stderr=_redacted(reply["stderr"], secrets),
+                          timed_out=reply["timed_out"], duration_s=reply["duration_s"])
 
     def end_agent_session(self) -> SessionEnd:
         if self._host is None or self._host.poll() is not None:
@@ -179,6 +210,7 @@ class LocalEnvironment(Environment):
         reply = self._request({"op": "hangup", "grace": 0.3})
         self._host.wait(timeout=10)
         self._host = None
+        redact_tree(Path(self.paths.logs))
         return SessionEnd(hung_up=reply["hung_up"], killed=reply["killed"],
                           survivors=reply["survivors"])
 
@@ -216,6 +248,7 @@ class LocalEnvironment(Environment):
                 self._host.wait(timeout=10)
             self._host = None
             kill_marked(self.marker)
+            redact_tree(Path(self.paths.logs))
             if not self.keep_workdir:
                 shutil.rmtree(self.box, ignore_errors=True)
         except Exception:  # noqa: BLE001 - stop() must never raise

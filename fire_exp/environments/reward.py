@@ -1,7 +1,8 @@
 """Reading the verifier's reward by the Harbor contract.
 
 ``reward.json`` (a flat object of finite numbers) wins over ``reward.txt`` (one number).
-Neither file, an empty file or a malformed one is a verifier failure, not a zero.
+Neither file, an empty file or a malformed one is a verifier failure, not a zero. So is a
+reward outside [0, 1]: the raw value is kept in the rewards and the message, never scored.
 """
 
 from __future__ import annotations
@@ -12,13 +13,27 @@ from pathlib import Path
 
 from fire_exp.records import Cause
 
+REWARD_RANGE = (0.0, 1.0)
+_Parsed = tuple[float | None, dict[str, float], Cause | None, str]
 
-def parse_reward(json_text: str | None, txt_text: str | None
-                 ) -> tuple[float | None, dict[str, float], Cause | None, str]:
+
+def _in_range(reward: float, rewards: dict[str, float], source: str) -> _Parsed:
+    low, high = REWARD_RANGE
+    if low <= reward <= high:
+        return reward, rewards, None, source
+    return None, rewards, Cause.VERIFIER_FAILED, \
+        f"{source}: reward {reward:g} lies outside [{low:g}, {high:g}] (raw value kept)"
+
+
+def parse_reward(json_text: str | None, txt_text: str | None) -> _Parsed:
     """Decide the reward from the contents of reward.json and reward.txt (None: absent).
 
     Returns:
-        (reward, all rewards, failure cause or None, message)
+        (reward, all rewards, failure cause or None, message). A reward outside [0, 1]
+        gives (None, the raw rewards, ``verifier_failed``, a message naming the value).
+
+    >>> parse_reward(None, "5")[2:]
+    (<Cause.VERIFIER_FAILED: 'verifier_failed'>, 'reward.txt: reward 5 lies outside [0, 1] (raw value kept)')
     """
     if json_text is not None:
         try:
@@ -35,7 +50,7 @@ def parse_reward(json_text: str | None, txt_text: str | None
                     f"reward.json: {key!r} is not a finite number"
             rewards[key] = float(value)
         reward = rewards.get("reward", next(iter(rewards.values())))
-        return reward, rewards, None, "reward.json"
+        return _in_range(reward, rewards, "reward.json")
     if txt_text is not None:
         text = txt_text.strip()
         if not text:
@@ -46,7 +61,7 @@ def parse_reward(json_text: str | None, txt_text: str | None
             return None, {}, Cause.VERIFIER_FAILED, f"reward.txt holds {text[:40]!r}"
         if not math.isfinite(value):
             return None, {}, Cause.VERIFIER_FAILED, "reward.txt is not finite"
-        return value, {"reward": value}, None, "reward.txt"
+        return _in_range(value, {"reward": value}, "reward.txt")
     return None, {}, Cause.VERIFIER_FAILED, "the verifier wrote no reward.json or reward.txt"
 
 

@@ -124,8 +124,11 @@ class Terminal:
         if stream.capturing and sum(map(len, stream.chunks)) < MAX_CAPTURE:
             stream.chunks.append(data)
         if self._log:
-            self._log.write(data)
-            self._log.flush()
+            try:
+                self._log.write(data)
+                self._log.flush()
+            except OSError:  # a full disk: the session goes on, its log stops here
+                self._log = None
 
     def close(self) -> None:
         """Close every stream: the terminal is gone."""

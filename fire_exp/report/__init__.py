@@ -1,32 +1,29 @@
 """Report: renders an ``AnalysisResult`` as the paper's tables (.tex .md .csv) and figures
 (.png .pdf), and the analysis' own tables as .csv/.md. Nothing here computes a statistic:
 every number comes from ``fire_exp.analysis``. See docs/report.md.
+
+The public names load on first use (PEP 562), so a command that only formats tables
+(``fire-exp analyze``) does not import matplotlib.
 """
 
-from fire_exp.report.build import Report, build_report, build_tier_report, render_report
-from fire_exp.report.figures import pass_rate_figure
-from fire_exp.report.latex import check_tex, tex_escape
-from fire_exp.report.render import (
-    ReportTable,
-    markdown_table,
-    summary_markdown,
-    write_table,
-    write_tables,
-)
-from fire_exp.report.summary import summarize_run
+from __future__ import annotations
 
-__all__ = [
-    "Report",
-    "ReportTable",
-    "build_report",
-    "build_tier_report",
-    "check_tex",
-    "markdown_table",
-    "pass_rate_figure",
-    "render_report",
-    "summarize_run",
-    "summary_markdown",
-    "tex_escape",
-    "write_table",
-    "write_tables",
-]
+import importlib
+from typing import Any
+
+_EXPORTS = {
+    "Report": "build", "build_report": "build", "build_tier_report": "build",
+    "render_report": "build", "pass_rate_figure": "figures", "check_tex": "latex",
+    "tex_escape": "latex", "ReportTable": "render", "markdown_table": "render",
+    "summary_markdown": "render", "write_table": "render", "write_tables": "render",
+    "summarize_run": "summary",
+}
+
+__all__ = sorted(_EXPORTS)
+
+
+def __getattr__(name: str) -> Any:
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module 'fire_exp.report' has no attribute {name!r}")
+    return getattr(importlib.import_module(f"fire_exp.report.{module}"), name)

@@ -20,7 +20,14 @@ from fire_exp.report.cohorts import interaction_table, tasks_table
 from fire_exp.report.figures import pass_rate_figure
 from fire_exp.report.plots import funnel_figure, heatmap_figure, pass_k_figure
 from fire_exp.report.reliability import reliability_table
-from fire_exp.report.render import ReportTable, markdown_table, write_table, write_tables
+from fire_exp.report.render import (
+    DATA_DIR,
+    ReportTable,
+    default_out,
+    markdown_table,
+    write_table,
+    write_tables,
+)
 from fire_exp.report.suite import suite_table, transitions_table
 from fire_exp.report.tables import (
     contrasts_table,
@@ -33,7 +40,6 @@ from fire_exp.report.tiers import tiers_table
 __all__ = ["DATA_DIR", "TABLE_BUILDERS", "Report", "build_report", "build_tier_report",
            "render_report"]
 
-DATA_DIR = "data"  # the analysis' own tables, inside the report folder
 TABLE_BUILDERS: tuple[Callable[[AnalysisResult], ReportTable], ...] = (
     contrasts_table, funnel_table, family_funnel_table, near_miss_table, suite_table,
     transitions_table, interaction_table, tasks_table, reliability_table, accounting_table,
@@ -130,11 +136,6 @@ def render_report(result: AnalysisResult, out: Path | str) -> Report:
         + "".join(f"![{p.stem}]({p.name})\n\n" for p in figures if p.suffix == ".png"),
         encoding="utf-8")
     return Report(out, tuple(tables), tuple(figures), result)
-
-
-def default_out(run: Path) -> Path:
-    """``RUN/report`` for a run folder, ``<file stem>-report/`` beside an attempts file."""
-    return run / "report" if run.is_dir() else run.parent / f"{run.stem}-report"
 
 
 def build_report(run: Path | str, plan: AnalysisPlan | Path | str | None = None,

@@ -21,6 +21,13 @@ import pandas as pd
 from fire_exp.analysis import AnalysisResult
 from fire_exp.report.latex import tabular
 
+DATA_DIR = "data"  # the analysis' own tables, inside the report folder
+
+
+def default_out(run: Path) -> Path:
+    """``RUN/report`` for a run folder, ``<file stem>-report/`` beside an attempts file."""
+    return run / "report" if run.is_dir() else run.parent / f"{run.stem}-report"
+
 __all__ = ["ReportTable", "fmt_ci", "fmt_int", "fmt_num", "fmt_p", "fmt_pct", "markdown_table",
            "summary_markdown", "write_table", "write_tables"]
 

@@ -88,9 +88,10 @@ class EnvironmentFactory:
         if self._class is not None:
             self._class.prepare(tasks, report=report, **self.params)
 
-    def reap_orphans(self) -> int:
-        """Remove what attempts of dead runs left behind (see Environment.reap_orphans)."""
-        return self._class.reap_orphans() if self._class is not None else 0
+    def reap_orphans(self, run_dir: Path | None = None) -> int:
+        """Remove what attempts of provably dead runs left behind (see
+        Environment.reap_orphans); ``run_dir`` is the run whose lock the caller holds."""
+        return self._class.reap_orphans(run_dir) if self._class is not None else 0
 
 
 @dataclass(frozen=True)

@@ -55,7 +55,7 @@ def run_panel(panel: Panel, run_dir: Path, progress: Progress | None = None,
     rule = panel.replacement
     with AttemptStore(run_dir / "attempts.jsonl") as store:
         reaped = reap(run_dir / "attempts")  # we hold the lock: these are a dead run's
-        panel.environment.reap_orphans()  # containers of dead runs, say
+        panel.environment.reap_orphans(run_dir)  # containers of provably dead runs
         owed = owed_attempts(panel.schedule, store.read().finished)
         digest = panel_digest(panel)
         queue = deque(job_for(panel, run_dir, o.item, o.number, digest) for o in owed)

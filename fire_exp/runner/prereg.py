@@ -1,10 +1,14 @@
 """Preregistration: freeze a panel's hashes before the first attempt, and verify them.
 
 The manifest (``panels/NAME.prereg.json``) holds the SHA-256 of every task (content
-digest), every policy and control source, the analysis plan, the agent, environment and
-panel configs, the randomized schedule, and the harness version. ``fire-exp run``
-recomputes each one and refuses to start if anything differs, naming the changed file and
-both hashes.
+digest), every policy and control source, the analysis plan, each config file byte for
+byte and the agent, environment and panel configs as composed (overrides included), the
+randomized schedule, and the harness's own source (every ``.py`` file of the package,
+hashed per file). ``fire-exp run`` recomputes each one and refuses to start if anything
+differs, naming the changed file and both hashes. Freezing and running first check the
+analysis plan against the panel, so an invalid plan is never frozen.
+
+Manifests are read by :mod:`fire_exp.manifest` (re-exported here).
 """
 
 from __future__ import annotations
@@ -16,17 +20,69 @@ from pathlib import Path
 from typing import Any
 
 from fire_exp import __version__
-from fire_exp.errors import InputError, PreregistrationError
+from fire_exp.analysis.plan import check_plan_for_panel, load_plan
+from fire_exp.config import RunConfig
+from fire_exp.errors import PreregistrationError
+from fire_exp.manifest import FORMAT, read_manifest
+from fire_exp.paths import CONFIG_DIR, PACKAGE_DIR
+from fire_exp.policies.arms import ARMS
 from fire_exp.records import now_iso
 from fire_exp.runner.build import Panel
 from fire_exp.runner.schedule import schedule_digest
 from fire_exp.tasks.model import task_files
 
-FORMAT = "fire-exp-prereg/1"
+_CONFIG_GROUPS = ("panel", "agent", "environment")  # what defines the experiment
 
 
 def _sha(text: str) -> str:
     return hashlib.sha256(text.encode()).hexdigest()
+
+
+def _file_sha(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest() if path.is_file() else "missing"
+
+
+def harness_file_hashes() -> dict[str, str]:
+    """SHA-256 of each ``.py`` file of the installed package (bundled task suites aside).
+
+    >>> "fire_exp/runner/prereg.py" in harness_file_hashes()
+    True
+    """
+    root = PACKAGE_DIR.parent
+    files = [f for f in PACKAGE_DIR.rglob("*.py")
+             if not {"suites", "_data", "__pycache__"} & set(f.relative_to(PACKAGE_DIR).parts)]
+    return {f.relative_to(root).as_posix(): _file_sha(f) for f in sorted(files)}
+
+
+def _digest(hashes: dict[str, str]) -> str:
+    return _sha("".join(f"{name} {sha}\n" for name, sha in sorted(hashes.items())))
+
+
+def config_files(config: RunConfig) -> dict[str, Path]:
+    """The config files the run was composed from: ``configs/config.yaml`` and one per group.
+
+    Hydra's recorded choices name the files; outside Hydra a group's file is its name's.
+    """
+    choices: dict[str, str] = {}
+    try:
+        from hydra.core.hydra_config import HydraConfig
+
+        if HydraConfig.initialized():
+            choices = {k: str(v) for k, v in HydraConfig.get().runtime.choices.items() if v}
+    except ImportError:  # pragma: no cover - hydra is a dependency
+        pass
+    names = {"panel": config.panel.name, "agent": config.agent.name,
+             "environment": config.environment.name}
+    files = {"config": CONFIG_DIR / "config.yaml"}
+    for group in _CONFIG_GROUPS:
+        files[group] = CONFIG_DIR / group / f"{choices.get(group, names[group])}.yaml"
+    return files
+
+
+def check_plan(panel: Panel) -> None:
+    """Refuse to freeze or run a panel whose analysis plan is invalid for it."""
+    plan = load_plan(panel.analysis_plan)
+    check_plan_for_panel(plan, panel.analysis_plan, panel.config.panel.arms, ARMS)
 
 
 def panel_hashes(panel: Panel) -> dict[str, dict[str, str]]:
@@ -45,14 +101,20 @@ def panel_hashes(panel: Panel) -> dict[str, dict[str, str]]:
                               "sha256": hashlib.sha256(panel.analysis_plan.read_bytes())
                               .hexdigest()}
     cfg = panel.config
+    files = config_files(cfg)
+    for group, config_path in files.items():
+        items[f"config_file:{group}"] = {"path": str(config_path), "sha256": _file_sha(config_path)}
     for key, value in (("agent_config", asdict(cfg.agent)),
                        ("environment_config", asdict(cfg.environment)),
                        ("panel_config", asdict(cfg.panel))):
-        items[key] = {"path": f"configs/{key.split('_')[0]}",
+        group = key.split("_")[0]
+        items[key] = {"path": f"{files[group]} (values as composed, overrides included)",
                       "sha256": _sha(json.dumps(value, sort_keys=True, default=list))}
     items["schedule"] = {"path": f"schedule (seed {cfg.seed})",
                          "sha256": schedule_digest(panel.schedule)}
-    items["harness"] = {"path": f"fire-exp {__version__}", "sha256": _sha(__version__)}
+    sources = harness_file_hashes()
+    items["harness"] = {"path": f"fire-exp {__version__} ({len(sources)} source files)",
+                        "sha256": _digest(sources)}
     return items
 
 
@@ -76,7 +138,22 @@ def _changed_task_file(manifest: dict[str, Any], name: str, path: Path) -> str |
     return None
 
 
+def _changed_harness_file(manifest: dict[str, Any]) -> str | None:
+    frozen = manifest.get("harness_files")
+    if not isinstance(frozen, dict):
+        return None
+    current = harness_file_hashes()
+    for rel in sorted(set(frozen) | set(current)):
+        if frozen.get(rel) != current.get(rel):
+            state = "added" if rel not in frozen else "removed" if rel not in current else \
+                "changed"
+            return f"{rel} ({state})"
+    return None
+
+
 def build_manifest(panel: Panel) -> dict[str, Any]:
+    """The manifest of ``panel`` (its plan checked first)."""
+    check_plan(panel)
     return {
         "format": FORMAT,
         "panel": panel.name,
@@ -88,6 +165,7 @@ def build_manifest(panel: Panel) -> dict[str, Any]:
         "hashes": panel_hashes(panel),
         "task_files": {name: task_file_hashes(task.path)
                        for name, task in sorted(panel.tasks.items())},
+        "harness_files": harness_file_hashes(),
         "schedule": [asdict(s) for s in panel.schedule],
     }
 
@@ -102,25 +180,13 @@ def write_manifest(panel: Panel, path: Path) -> dict[str, Any]:
     return manifest
 
 
-def read_manifest(path: Path) -> dict[str, Any]:
-    try:
-        manifest = json.loads(path.read_text(encoding="utf-8"))
-    except json.JSONDecodeError as exc:
-        raise InputError(path, "<json>", f"not valid JSON: {exc.msg}",
-                         "re-freeze with `fire-exp freeze`") from exc
-    if not isinstance(manifest, dict) or manifest.get("format") != FORMAT \
-            or not isinstance(manifest.get("hashes"), dict):
-        raise InputError(path, "format", f"not a {FORMAT} manifest",
-                         "re-freeze with `fire-exp freeze`")
-    return manifest
-
-
 def verify_manifest(panel: Panel, path: Path) -> dict[str, Any]:
     """Recompute every hash of ``panel`` and compare with the manifest at ``path``.
 
     Raises:
         PreregistrationError: naming the first changed item, its file and both hashes.
     """
+    check_plan(panel)
     manifest = read_manifest(path)
     frozen: dict[str, dict[str, str]] = manifest["hashes"]
     current = panel_hashes(panel)
@@ -137,6 +203,8 @@ def verify_manifest(panel: Panel, path: Path) -> dict[str, Any]:
             where = new["path"]
             if key.startswith("task:"):
                 where = _changed_task_file(manifest, key[5:], Path(new["path"])) or where
+            elif key == "harness":
+                where = _changed_harness_file(manifest) or where
             raise PreregistrationError(
                 f"{path}: {where} changed since freezing ({key}): frozen sha256 "
                 f"{old['sha256'][:16]}…, now {new['sha256'][:16]}…. Restore it, or re-freeze "

@@ -62,7 +62,15 @@ def task_matrix(agg: pd.DataFrame, value: str, arms: Sequence[str],
     >>> task_matrix(agg, "pass_rate", ["a", "b"])[1].tolist()
     [[1.0, 0.5], [0.0, nan]]
     """
-    wide = agg.pivot(index="task", columns="arm", values=value)
-    order = sorted(wide.index) if tasks is None else list(tasks)
-    wide = wide.reindex(index=order, columns=list(arms))
-    return order, wide.to_numpy(dtype=float)
+    task_col, arm_col = agg["task"].to_numpy(), agg["arm"].to_numpy()
+    order = sorted(set(task_col.tolist())) if tasks is None else list(tasks)
+    # Index lookups instead of DataFrame.pivot: this runs dozens of times per analysis.
+    rows = pd.Index(order).get_indexer(task_col)
+    cols = pd.Index(list(arms)).get_indexer(arm_col)
+    keep = (rows >= 0) & (cols >= 0)
+    cells = rows[keep].astype(np.int64) * len(arms) + cols[keep]
+    if cells.size and np.bincount(cells).max() > 1:
+        raise ValueError("the aggregates hold a (task, arm) twice")
+    out = np.full((len(order), len(arms)), np.nan)
+    out[rows[keep], cols[keep]] = agg[value].to_numpy(dtype=float)[keep]
+    return order, out

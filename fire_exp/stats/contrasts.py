@@ -3,23 +3,30 @@
 The interaction of a contrast between two cohorts (eligible − silent) is the difference of
 the two cohorts' mean paired differences. Its interval resamples tasks *within* each cohort
 (the cohorts are fixed by preregistration); its p-value permutes the per-task differences
-between the cohorts (two-sided, |Δ*| >= |Δ|).
+between the cohorts (two-sided, |Δ*| >= |Δ|): exactly when that is cheap (differences on a
+1/K lattice, counted by a dynamic programme over subset sizes and sums, or few enough
+relabellings to enumerate), else by Monte Carlo. ``p_method`` says which.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from itertools import combinations
+from math import comb
 
 import numpy as np
 import pandas as pd
 from numpy.typing import ArrayLike
 
 from fire_exp.stats.bootstrap import count_matrix_sums
+from fire_exp.stats.permutation import lattice_resolution
 
 __all__ = ["ImprovementCounts", "InteractionResult", "improvement_counts", "interaction",
            "transition_table"]
 
 _REL_TOL = 1e-14
+_MAX_EXACT_WORK = 20_000_000  # cell updates the exact lattice count may spend
+_MAX_ENUMERATION = 200_000  # relabellings enumerated one by one off a lattice
 
 
 @dataclass(frozen=True)
@@ -29,11 +36,13 @@ class InteractionResult:
     Attributes:
         estimate: mean(d_first) − mean(d_second).
         ci_low, ci_high: percentile interval, tasks resampled within each cohort.
-        p_value: two-sided permutation p of the cohort labels, (1 + hits) / (1 + B).
-        p_method: ``monte-carlo`` or ``degenerate`` (no variation: p = 1).
+        p_value: two-sided permutation p of the cohort labels: the exact share of
+            relabellings with |Δ*| >= |Δ|, or (1 + hits) / (1 + B) by Monte Carlo.
+        p_method: ``exact-lattice``, ``exact-enumeration``, ``monte-carlo`` or
+            ``degenerate`` (no variation: p = 1).
         n_resamples: bootstrap resamples per cohort.
-        n_permutations: B for the p-value.
-        mc_se: Monte Carlo standard error of p.
+        n_permutations: B for the p-value (0 when exact).
+        mc_se: Monte Carlo standard error of p (0 when exact).
         n_first, n_second: tasks per cohort.
     """
 
@@ -103,14 +112,75 @@ def interaction(d_first: ArrayLike, d_second: ArrayLike, *, n_resamples: int = 1
     if np.all(pooled == pooled[0]):
         return InteractionResult(est, float(low), float(high), 1.0, "degenerate", n_resamples,
                                  0, 0.0, a.size, b.size)
-    sums = _subset_sums(pooled, a.size, n_permutations, rng_permutation)
-    null = sums / a.size - (pooled.sum() - sums) / b.size
-    thr = abs(est) - _REL_TOL * abs(est)
-    hits = int(np.count_nonzero(np.abs(null) >= thr))
+    exact = _exact_p(pooled, a.size)
+    if exact is not None:
+        return InteractionResult(est, float(low), float(high), exact[0], exact[1],
+                                 n_resamples, 0, 0.0, a.size, b.size)
+    k = lattice_resolution(pooled)
+    values = pooled if k is None else np.rint(pooled * k).astype(np.int64)
+    sums = _subset_sums(values, a.size, n_permutations, rng_permutation)
+    hits = int(np.count_nonzero(_at_least_as_extreme(sums, values, a.size)))
     p = (1 + hits) / (1 + n_permutations)
     return InteractionResult(est, float(low), float(high), p, "monte-carlo", n_resamples,
                              n_permutations, float(np.sqrt(p * (1 - p) / n_permutations)),
                              a.size, b.size)
+
+
+def _at_least_as_extreme(sums: np.ndarray, values: np.ndarray, n_first: int) -> np.ndarray:
+    """Whether each relabelling's first-cohort sum gives |Δ*| >= |Δ| (Δ of the data).
+
+    n1·n2·Δ = s·N − T·n1 for a first-cohort sum s: in integers for lattice values, so ties
+    with the observed Δ are counted exactly.
+    """
+    n_all, total = values.size, values.sum()
+    obs = abs(values[:n_first].sum() * n_all - total * n_first)
+    null = np.abs(sums * n_all - total * n_first)
+    if values.dtype.kind == "i":
+        return np.asarray(null >= obs)
+    return np.asarray(null >= obs - _REL_TOL * obs)
+
+
+def _exact_p(pooled: np.ndarray, n_first: int) -> tuple[float, str] | None:
+    """The exact permutation p when it is cheap, with its method; None otherwise."""
+    n_all = pooled.size
+    k = lattice_resolution(pooled)
+    if k is not None:
+        values = np.rint(pooled * k).astype(np.int64)
+        counts = _lattice_sum_counts(values, n_first)
+        if counts is not None:
+            sums = np.arange(counts.size) + n_first * int(values.min())
+            hit = _at_least_as_extreme(sums, values, n_first)
+            return float(min(1.0, counts[hit].sum() / comb(n_all, n_first))), "exact-lattice"
+    if comb(n_all, n_first) <= _MAX_ENUMERATION:
+        sums = np.array([pooled[list(c)].sum() for c in combinations(range(n_all), n_first)])
+        hit = _at_least_as_extreme(sums, pooled, n_first)
+        return float(np.count_nonzero(hit) / sums.size), "exact-enumeration"
+    return None
+
+
+def _lattice_sum_counts(values: np.ndarray, n_first: int) -> np.ndarray | None:
+    """How many first-cohort subsets of ``values`` have each sum (shifted by n1·min).
+
+    counts[j, s]: subsets of size j with shifted sum s, built one distinct value at a time
+    (choosing t of its c copies in C(c, t) ways). Float counts are exact below 2^53 and
+    accurate to rounding above; None when the table would cost too much or overflow.
+    """
+    shifted = values - values.min()
+    distinct, copies = np.unique(shifted, return_counts=True)
+    width = n_first * int(distinct.max()) + 1
+    work = int(np.sum(copies + 1)) * (n_first + 1) * width
+    if work > _MAX_EXACT_WORK or values.size > 1000:  # C(1000, 500) nears float's range
+        return None
+    table = np.zeros((n_first + 1, width))
+    table[0, 0] = 1.0
+    for u, c in zip(distinct.tolist(), copies.tolist(), strict=True):
+        new = np.zeros_like(table)
+        for t in range(min(c, n_first) + 1):
+            shift = t * u
+            new[t:, shift:] += comb(c, t) * table[: n_first + 1 - t, : width - shift]
+        table = new
+    row: np.ndarray = table[n_first]
+    return row
 
 
 @dataclass(frozen=True)

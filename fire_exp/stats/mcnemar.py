@@ -13,14 +13,18 @@ inference use the sign-flip test; McNemar serves per-trial comparisons.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from fractions import Fraction
+from math import lcm
 
 import numpy as np
 from numpy.typing import ArrayLike
-from scipy import stats as _st
+
+from fire_exp.stats._binom import half_binom_cdf, half_binom_pmf
 
 __all__ = ["McNemarResult", "mcnemar_exact", "mcnemar_pooled", "mcnemar_stratified"]
 
 _MAX_SUPPORT = 2_000_000
+_MAX_DENOMINATOR = 10_000
 
 
 @dataclass(frozen=True)
@@ -57,7 +61,7 @@ def _counts_iv(b: ArrayLike, c: ArrayLike) -> tuple[np.ndarray, np.ndarray]:
 
 def _exact_p(b: int, c: int) -> float:
     n = b + c
-    return 1.0 if n == 0 else float(min(1.0, 2.0 * _st.binom.cdf(min(b, c), n, 0.5)))
+    return 1.0 if n == 0 else float(min(1.0, 2.0 * half_binom_cdf(min(b, c), n)))
 
 
 def mcnemar_exact(b: int, c: int) -> McNemarResult:
@@ -103,23 +107,63 @@ def mcnemar_stratified(b: ArrayLike, c: ArrayLike, weights: ArrayLike) -> McNema
     if not np.any((n > 0) & (w > 0)):
         return McNemarResult(int(b_arr.sum()), int(c_arr.sum()), stat, 1.0, "degenerate",
                              int(b_arr.size))
+    scaled = _integer_weights(w)
+    if scaled is not None and 2 * int(np.sum(scaled * n)) + 1 <= _MAX_SUPPORT:
+        p = _lattice_tail(scaled, b_arr - c_arr, n)
+    else:
+        p = _float_tail(w, n, stat)
+    return McNemarResult(int(b_arr.sum()), int(c_arr.sum()), stat, p, "exact-stratified",
+                         int(b_arr.size))
+
+
+def _integer_weights(w: np.ndarray) -> np.ndarray | None:
+    """Weights times their common denominator L (all integers), or None off a 1/L lattice.
+
+    Fractional weights such as 1/7 and 1/6 become 6 and 7 (L = 42): sums of the null are
+    then integers, so a null value equal to the observed one is never lost to rounding.
+    """
+    fracs = [Fraction(x).limit_denominator(_MAX_DENOMINATOR) for x in w.tolist()]
+    if any(abs(float(f) - x) > 1e-12 * max(1.0, abs(x)) for f, x in zip(fracs, w.tolist(),
+                                                                          strict=True)):
+        return None
+    denominator = lcm(*(f.denominator for f in fracs))
+    if denominator > _MAX_DENOMINATOR:
+        return None
+    return np.array([int(f * denominator) for f in fracs], dtype=np.int64)
+
+
+def _lattice_tail(weights: np.ndarray, diff: np.ndarray, n: np.ndarray) -> float:
+    """P(|S*| >= |S|) for integer weights: the strata's null distributions convolved."""
+    pmf = np.ones(1)
+    low = 0  # the integer value of pmf[0]
+    for ws, ns in zip(weights.tolist(), n.tolist(), strict=True):
+        if ns == 0 or ws == 0:
+            continue
+        part = np.zeros(2 * ws * ns + 1)
+        part[:: 2 * ws] = half_binom_pmf(ns)
+        pmf = np.convolve(pmf, part)
+        low -= ws * ns
+    s_obs = abs(int(np.sum(weights * diff)))
+    support = np.abs(np.arange(pmf.size) + low)
+    return float(min(1.0, pmf[support >= s_obs].sum()))
+
+
+def _float_tail(w: np.ndarray, n: np.ndarray, stat: float) -> float:
+    """P(|S*| >= |S|) for weights off any small lattice (equal sums merged to rounding)."""
     values: np.ndarray = np.zeros(1)
     probs: np.ndarray = np.ones(1)
     for ws, ns in zip(w.tolist(), n.tolist(), strict=True):
         if ns == 0 or ws == 0:
             continue
         k = np.arange(ns + 1)
-        sv, sp = ws * (2 * k - ns), _st.binom.pmf(k, ns, 0.5)
+        sv, sp = ws * (2 * k - ns), half_binom_pmf(ns)
         values = (values[:, None] + sv[None, :]).ravel()
         probs = (probs[:, None] * sp[None, :]).ravel()
-        # Merge equal sums (to rounding) so the support stays small.
         key = np.round(values, 9)
         values, inv = np.unique(key, return_inverse=True)
         probs = np.bincount(inv, weights=probs).astype(float)
         if values.size > _MAX_SUPPORT:
             raise ValueError("the stratified null has too many distinct values; use "
-                             "integer-valued weights")
+                             "rational weights (multiples of 1/L, L <= 10,000)")
     tol = 1e-9 * max(1.0, abs(stat))
-    p = float(min(1.0, probs[np.abs(values) >= abs(stat) - tol].sum()))
-    return McNemarResult(int(b_arr.sum()), int(c_arr.sum()), stat, p, "exact-stratified",
-                         int(b_arr.size))
+    return float(min(1.0, probs[np.abs(values) >= abs(stat) - tol].sum()))

@@ -42,13 +42,18 @@ def _passk_iv(n: ArrayLike, c: ArrayLike, k: int) -> tuple[np.ndarray, np.ndarra
 
 
 def _per_task(n: np.ndarray, c: np.ndarray, k: int, hat: bool) -> np.ndarray:
-    out = np.empty(n.shape, dtype=float)
-    for i, (ni, ci) in enumerate(zip(n.tolist(), c.tolist(), strict=True)):
-        # Exact integer binomials, one rounding at the division.
+    # Exact integer binomials, one rounding at the division; computed once per distinct
+    # (n, c) pair, since panels repeat few attempt counts over thousands of tasks.
+    width = int(n.max()) + 1 if n.size else 1
+    keys, inverse = np.unique(n * width + c, return_inverse=True)
+    values = np.empty(keys.size, dtype=float)
+    for i, (ni, ci) in enumerate(zip((keys // width).tolist(), (keys % width).tolist(),
+                                     strict=True)):
         if hat:
-            out[i] = math.comb(ci, k) / math.comb(ni, k)
+            values[i] = math.comb(ci, k) / math.comb(ni, k)
         else:
-            out[i] = 1.0 - math.comb(ni - ci, k) / math.comb(ni, k)
+            values[i] = 1.0 - math.comb(ni - ci, k) / math.comb(ni, k)
+    out: np.ndarray = values[np.ravel(inverse)].reshape(n.shape)
     return out
 
 

@@ -24,3 +24,24 @@ def test_errors_name_file_and_field(tmp_path):
         load_plan(bad)
     with pytest.raises(InputError, match="not found"):
         load_plan(tmp_path / "missing.yaml")
+
+
+def test_a_plan_is_checked_against_the_panel(plan):
+    from fire_exp.analysis.plan import check_plan_for_panel
+    from fire_exp.policies.arms import ARMS
+
+    check_plan_for_panel(plan, "p.yaml", ["real", "baseline"], ARMS)  # absent arms: skipped
+    with pytest.raises(InputError, match=r"arm\(s\) \['extra'\] are not in the plan"):
+        check_plan_for_panel(plan, "p.yaml", ["real", "extra"], ARMS)
+    typo = plan.model_copy(update={"secondary": ["real - baselin"]})
+    with pytest.raises(InputError, match="did you mean 'baseline'"):
+        check_plan_for_panel(typo, "p.yaml", ["real"], ARMS)
+    extra = plan.model_copy(update={"arms": ["extra"]})
+    check_plan_for_panel(extra, "p.yaml", ["real", "extra"], ARMS)  # a panel's own arm
+
+
+def test_did_you_mean_ignores_case_and_lists_known_names():
+    from fire_exp.analysis.plan import did_you_mean
+
+    assert "did you mean 'sham'" in did_you_mean("Sham", ["real", "sham"])
+    assert did_you_mean("zzz", ["real", "sham"]) == "known: real, sham"

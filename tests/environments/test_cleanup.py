@@ -66,8 +66,9 @@ def test_killed_run_leaves_a_container_that_cleanup_removes(docker_client: Any,
             proc.wait()
     left = _owned_by(docker_client, proc.pid)
     assert len(left) == 1 and left[0].labels[f"{LABEL}.task"] == "long-attempt"
-    assert left[0].labels[f"{LABEL}.run"]  # the run folder's name
-    result = _cli("cleanup")
+    run = left[0].labels[f"{LABEL}.run"]  # the run folder's name
+    assert run and left[0].labels[f"{LABEL}.run-dir"].endswith(f"killtest/{run}")
+    result = _cli("cleanup", "--run", run)  # scoped: other runs on this engine are not ours
     assert result.returncode == 0, result.stderr
     assert f"removed container {left[0].name}" in result.stdout
     assert not _owned_by(docker_client, proc.pid)
@@ -79,7 +80,7 @@ def test_cleanup_keeps_containers_of_live_runs(docker_client: Any, tmp_path: Pat
 
     task = make_task(tmp_path, "live-run")
     with DockerEnvironment(task, tmp_path / "a", "live-run") as env:
-        result = _cli("cleanup")
+        result = _cli("cleanup", "--run", "")
         assert result.returncode == 0, result.stderr
         assert f"kept container {env.container.name}" in result.stdout
         env.container.reload()
@@ -124,3 +125,104 @@ def test_a_resumed_run_removes_containers_of_dead_runs(docker_client: Any) -> No
     finally:
         if _owned_by(docker_client, dead.pid):
             orphan.remove(force=True)
+
+
+def _dead_pid() -> int:
+    proc = subprocess.Popen(["true"])
+    proc.wait()
+    return proc.pid
+
+
+def _labelled(client: Any, **extra: str) -> Any:
+    import socket
+
+    from fire_exp.environments.images import BASE_IMAGE
+
+    labels = {LABEL: "1", f"{LABEL}.owner-host": socket.gethostname(),
+              f"{LABEL}.owner-pid": str(_dead_pid())}
+    labels.update({f"{LABEL}.{k.replace('_', '-')}": v for k, v in extra.items()})
+    return client.containers.run(BASE_IMAGE, ["sleep", "600"], detach=True, init=True,
+                                 labels=labels)
+
+
+def _exists(container: Any) -> bool:
+    import docker
+
+    try:
+        container.reload()
+        return True
+    except docker.errors.NotFound:
+        return False
+
+
+@pytest.mark.docker
+def test_a_run_start_keeps_what_is_not_provably_dead(docker_client: Any,
+                                                     tmp_path: Path) -> None:
+    import fcntl
+
+    from fire_exp.environments.docker import DockerEnvironment
+
+    locked = tmp_path / "locked-run"
+    locked.mkdir()
+    holder = open(locked / "attempts.lock", "a+")  # a live run elsewhere holds its lock
+    fcntl.flock(holder, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    free = tmp_path / "dead-run"
+    free.mkdir()
+    (free / "attempts.lock").write_text("pid 1\n")
+    made = {
+        "other_host": _labelled(docker_client, owner_host="another-machine", run="h12-a"),
+        "keep": _labelled(docker_client, keep="1", run="h12-keep"),
+        "locked": _labelled(docker_client, run="h12-locked", run_dir=str(locked)),
+        "dead": _labelled(docker_client, run="h12-dead", run_dir=str(free)),
+    }
+    try:
+        DockerEnvironment.reap_orphans(tmp_path / "my-run")
+        alive = {name: _exists(c) for name, c in made.items()}
+        assert alive == {"other_host": True, "keep": True, "locked": True, "dead": False}
+        result = _cli("cleanup", "--run", "h12-keep")  # --run also takes kept ones
+        assert result.returncode == 0, result.stderr
+        assert f"removed container {made['keep'].name}" in result.stdout
+        assert not _exists(made["keep"])
+        result = _cli("cleanup", "--run", "h12-a")
+        assert f"kept container {made['other_host'].name} (made on host another-machine" \
+            in result.stdout and _exists(made["other_host"])
+        result = _cli("cleanup", "--run", "h12-locked")
+        assert "is locked by a live run" in result.stdout and _exists(made["locked"])
+    finally:
+        holder.close()
+        for container in made.values():
+            if _exists(container):
+                container.remove(force=True)
+
+
+def _panel_cmd(tmp_path: Path, suite: Path, name: str) -> list[str]:
+    return [sys.executable, "-m", "fire_exp", "run", "panel=demo", "agent=oracle",
+            "environment=docker", f"panel.suite={suite}", f"panel.name={name}",
+            "panel.eligible=[slow-a]", "panel.silent=[slow-b]", "panel.arms=[real,sham]",
+            "panel.attempts=2", "executor.workers=2", f"results_dir={tmp_path / 'results'}",
+            "run=r", "analyze=false"]
+
+
+@pytest.mark.docker
+@pytest.mark.slow
+def test_two_panels_share_one_engine_and_both_finish(docker_client: Any,
+                                                     tmp_path: Path) -> None:
+    import json
+
+    suite = tmp_path / "suite"
+    for task in ("slow-a", "slow-b"):
+        make_task(suite, task, solve="sleep 2; touch /app/done\n")
+    env = os.environ | {"PYTHONPATH": str(ROOT)}
+    first = subprocess.Popen(_panel_cmd(tmp_path, suite, "share-one"), cwd=ROOT, env=env,
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    _wait_for_container(docker_client, first)  # the second starts while the first runs
+    second = subprocess.Popen(_panel_cmd(tmp_path, suite, "share-two"), cwd=ROOT, env=env,
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    outs = [p.communicate(timeout=600) for p in (first, second)]
+    for proc, (_, err) in zip((first, second), outs, strict=True):
+        assert proc.returncode == 0, err
+    for name in ("share-one", "share-two"):
+        lines = (tmp_path / "results" / name / "r" / "attempts.jsonl").read_text().splitlines()
+        finished = [json.loads(x) for x in lines if '"kind":"finished"' in x]
+        assert len(finished) == 8, name  # 2 tasks x 2 arms x 2 attempts, none replaced
+        assert all(r["cause"] is None and r["reward"] == 1.0 for r in finished), name

@@ -19,13 +19,14 @@ from fire_exp.paths import PORTFOLIOS_DIR, SUITES_DIR
 
 REPO = Path(__file__).resolve().parents[2]
 TASKS = ("enumerate-lock-codes", "log-error-summary")
-# A valid plan (freezing parses it); the first "e" is in the comment, for flip_one_byte.
-PLAN = "# analysis plan of the freezing tests\n" + (REPO / "analysis" / "demo.yaml").read_text()
+PLAN = ("# analysis plan of the freezing tests\nname: freezing\nseed: 1\n"
+        "primary: {contrast: real - baseline, cohort: eligible}\n"
+        "bootstrap: {n_resamples: 200}\npermutation: {n_resamples: 200}\n")
 
 
-def fire_exp(*args: str) -> subprocess.CompletedProcess[str]:
-    env = os.environ | {"PYTHONPATH": str(REPO)}
-    return subprocess.run([sys.executable, "-m", "fire_exp", *args], cwd=REPO, env=env,
+def fire_exp(*args: str, repo: Path = REPO) -> subprocess.CompletedProcess[str]:
+    env = os.environ | {"PYTHONPATH": str(repo)}
+    return subprocess.run([sys.executable, "-m", "fire_exp", *args], cwd=repo, env=env,
                           capture_output=True, text=True, timeout=300)
 
 
@@ -97,3 +98,60 @@ def test_a_policy_source_added_after_freezing_is_refused(frozen) -> None:  # typ
     proc = fire_exp("run", *frozen["overrides"])
     assert proc.returncode == 2, proc.stdout + proc.stderr
     assert "late_addition.py" in proc.stderr and "not in the preregistration" in proc.stderr
+
+
+@pytest.fixture
+def repo_copy(tmp_path: Path) -> Path:
+    """A copy of the harness (package, configs, portfolios, plans) that a test may edit."""
+    copy = tmp_path / "repo"
+    ignore = shutil.ignore_patterns("__pycache__")
+    for name in ("fire_exp", "configs", "portfolios", "analysis"):
+        shutil.copytree(REPO / name, copy / name, ignore=ignore)
+    return copy
+
+
+def _freeze_copy(copy: Path, tmp_path: Path) -> list[str]:
+    overrides = ["panel=demo", "panel.eligible=[kv-http-service]",
+                 "panel.silent=[csv-column-stats]", "panel.arms=[real,sham]",
+                 "panel.attempts=1", f"prereg={tmp_path / 'frozen.json'}",
+                 f"results_dir={tmp_path / 'results'}", "run=t", "analyze=false"]
+    proc = fire_exp("freeze", *overrides, repo=copy)
+    assert proc.returncode == 0, proc.stderr
+    return overrides
+
+
+def test_an_edited_harness_source_is_refused_by_name(repo_copy: Path, tmp_path: Path) -> None:
+    overrides = _freeze_copy(repo_copy, tmp_path)
+    source = repo_copy / "fire_exp" / "agents" / "simulated.py"
+    source.write_text(source.read_text() + "\n# edited after freezing\n")
+    proc = fire_exp("run", *overrides, repo=repo_copy)
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    assert "fire_exp/agents/simulated.py (changed) changed since freezing" in proc.stderr
+    assert "Traceback" not in proc.stderr
+
+
+def test_an_edited_config_file_is_refused_by_name(repo_copy: Path, tmp_path: Path) -> None:
+    overrides = _freeze_copy(repo_copy, tmp_path)
+    config = repo_copy / "configs" / "agent" / "simulated.yaml"
+    config.write_text(config.read_text() + "\n# a comment added after freezing\n")
+    proc = fire_exp("run", *overrides, repo=repo_copy)
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    assert f"{config} changed since freezing" in proc.stderr
+
+
+@pytest.mark.parametrize(("plan", "message"), [
+    ("primary: {contrast: real - shamm}", "arm 'shamm' is not an arm of fire-exp or of this "
+                                          "panel (did you mean 'sham'?"),
+    ("primary: {contrast: real - sham, cohort: eligble}", "did you mean 'eligible'?"),
+    ("primary: {contrast: real - sham}\ncohorts: [eligible, silnt, all]",
+     "cohort 'silnt' is not a panel cohort"),
+])
+def test_an_invalid_plan_is_never_frozen(tmp_path: Path, plan: str, message: str) -> None:
+    path = tmp_path / "plan.yaml"
+    path.write_text(f"name: bad\nseed: 1\n{plan}\n")
+    manifest = tmp_path / "frozen.json"
+    proc = fire_exp("freeze", "panel=demo", f"panel.analysis={path}", f"prereg={manifest}")
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    assert message in proc.stderr and str(path) in proc.stderr
+    assert "Traceback" not in proc.stderr
+    assert not manifest.exists()

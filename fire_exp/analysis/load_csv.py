@@ -1,0 +1,193 @@
+"""Reading a plain CSV of attempts (one scored row per attempt), checked as it is read.
+
+Columns: ``task``, ``arm``, ``replicate`` and ``reward`` or ``passed`` are required;
+``cohort``, ``run``, ``cost_usd``, ``agent_seconds``, ``infrastructure_failure``, ``valid``
+and ``gave_up`` are optional. A byte-order mark is ignored. Large files take a vectorized
+path; a file it finds fault with is read again row by row, so the error names the line.
+"""
+
+from __future__ import annotations
+
+import csv
+import math
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from fire_exp.analysis.load import FAMILY_COLUMNS, LoadedAttempts, normalize_frame
+from fire_exp.analysis.plan import AnalysisPlan
+from fire_exp.analysis.validate import Entry, check_entries, frame_is_clean
+from fire_exp.errors import InputError
+
+__all__ = ["load_csv"]
+
+_TRUE = {"1", "true", "yes", "y", "t", "1.0"}
+_FALSE = {"0", "false", "no", "n", "f", "0.0", ""}
+_REQUIRED = ("task", "arm", "replicate")
+
+
+def _cell(path: Path, line: int, col: str, text: str, kind: str) -> object:
+    where = f"line {line}, column '{col}'"
+    t = (text or "").strip()
+    if kind == "str":
+        if not t:
+            raise InputError(path, where, "is empty", "every attempt needs a value here")
+        return t
+    if kind == "int":
+        try:
+            return int(t)
+        except ValueError:
+            raise InputError(path, where, f"{t!r} is not a whole number") from None
+    if kind in {"float", "reward"}:
+        if not t and kind == "reward":
+            raise InputError(path, where, "is empty", "every attempt needs its reward; an "
+                             "attempt without one is a failure: write 0")
+        try:
+            v = float(t) if t else 0.0
+        except ValueError:
+            raise InputError(path, where, f"{t!r} is not a number") from None
+        if not math.isfinite(v):
+            raise InputError(path, where, f"{t!r} is not a finite number")
+        return v
+    if t.lower() in _TRUE:
+        return True
+    if t.lower() in _FALSE:
+        return False
+    raise InputError(path, where, f"{t!r} is not a boolean", "use 1/0 or true/false")
+
+
+_CSV_KINDS = {"task": "str", "arm": "str", "replicate": "int", "cohort": "str",
+              "run": "str", "reward": "reward", "passed": "bool", "cost_usd": "float",
+              "agent_seconds": "float", "infrastructure_failure": "bool", "valid": "bool",
+              "gave_up": "bool"}
+
+
+def _csv_entry(line: int, row: dict[str, object], scale: tuple[float, float]) -> Entry:
+    """The checked fields of a CSV row; a missing reward or passed column follows the other."""
+    passed = bool(row["passed"]) if "passed" in row else float(row["reward"]) >= scale[1]  # type: ignore[arg-type]
+    reward = float(row["reward"]) if "reward" in row else scale[int(passed)]  # type: ignore[arg-type]
+    return Entry(line, str(row["task"]), str(row["arm"]), str(row.get("cohort", "all")),
+                 reward, passed, str(row.get("run", "")))
+
+
+def _load_rows(path: Path, plan: AnalysisPlan | None, merge_runs: bool) -> LoadedAttempts:
+    """Row by row: every cell parsed and checked, the first fault named by line."""
+    scale = plan.reward_scale if plan is not None else (0.0, 1.0)
+    high = scale[1]
+    entries: list[Entry] = []
+    # utf-8-sig: a spreadsheet's byte-order mark is not part of the first column's name
+    with open(path, newline="", encoding="utf-8-sig") as fh:
+        reader = csv.DictReader(fh)
+        header = reader.fieldnames or []
+        missing = [c for c in _REQUIRED if c not in header]
+        if missing or not ({"reward", "passed"} & set(header)):
+            need = missing or ["reward or passed"]
+            raise InputError(path, "line 1 (header)", f"missing column(s) {need}",
+                             "a CSV needs task, arm, replicate and reward or passed")
+        rows: list[dict[str, object]] = []
+        seen: dict[tuple[object, ...], int] = {}
+        n_invalid = 0
+        for raw in reader:
+            line = reader.line_num
+            if None in raw or any(v is None for v in raw.values()):
+                raise InputError(path, f"line {line}", f"has a different number of cells "
+                                 f"than the header's {len(header)}")
+            row = {c: _cell(path, line, c, raw[c], k) for c, k in _CSV_KINDS.items()
+                   if c in raw}
+            if not row.get("valid", True):
+                n_invalid += 1
+                continue
+            entries.append(_csv_entry(line, row, scale))
+            key = (row.get("run", ""), row["task"], row["arm"], row["replicate"])
+            if key in seen:
+                raise InputError(path, f"line {line}, column 'replicate'",
+                                 f"repeats task/arm/replicate of line {seen[key]}",
+                                 "a CSV holds one scored row per attempt")
+            seen[key] = line
+            rows.append(row)
+    check_entries(path, entries, plan=plan, merge_runs=merge_runs)
+    columns = [c for c in _CSV_KINDS if c in header]
+    frame = pd.DataFrame(rows, columns=columns)
+    if "passed" not in frame and "reward" in frame:
+        frame["passed"] = frame["reward"].astype(float) >= high
+    return _loaded(path, frame, len(rows) + n_invalid, n_invalid)
+
+
+def _loaded(path: Path, frame: pd.DataFrame, n_rows: int, n_invalid: int) -> LoadedAttempts:
+    """Scored attempts of checked rows; merged runs number their replicates in turn."""
+    if "run" in frame and frame["run"].nunique() > 1:
+        runs = {r: i for i, r in enumerate(dict.fromkeys(frame["run"]))}
+        frame = frame.assign(_run=frame["run"].map(runs)).sort_values(
+            ["_run", "replicate"], kind="stable")
+        frame["replicate"] = frame.groupby(["task", "arm"]).cumcount()
+        frame = frame.drop(columns="_run").sort_index()
+    frame = normalize_frame(frame.drop(columns=["run"], errors="ignore"))
+    return LoadedAttempts(frame, pd.DataFrame(columns=FAMILY_COLUMNS), str(path), n_rows,
+                          n_invalid, 0)
+
+
+def _fast_column(column: pd.Series, kind: str) -> np.ndarray | None:
+    """One column parsed through its distinct cells (few, even in a large file), or None."""
+    codes, uniques = pd.factorize(column)
+    text = pd.Series(uniques, dtype=object).str.strip()
+    if kind == "str":
+        values: np.ndarray = text.to_numpy(dtype=object)
+        ok = bool((text != "").all())
+    elif kind == "bool":
+        low = text.str.lower()
+        values = low.isin(_TRUE).to_numpy()
+        ok = bool(low.isin(_TRUE | _FALSE).all())
+    else:
+        if kind == "reward" and (text == "").any():
+            return None
+        values = pd.to_numeric(text.replace("", "0"), errors="coerce").to_numpy(float)
+        ok = bool(np.all(np.isfinite(values)))
+        if kind == "int":
+            ok = ok and bool(np.all(values == np.rint(values)))
+            values = values.astype(np.int64) if ok else values
+    return values[codes] if ok else None
+
+
+def _fast(path: Path, plan: AnalysisPlan | None, merge_runs: bool) -> LoadedAttempts | None:
+    """The whole file at once, or None when any cell needs a closer look."""
+    try:
+        raw = pd.read_csv(path, dtype=str, keep_default_na=False, encoding="utf-8-sig")
+    except (ValueError, UnicodeDecodeError):  # ragged rows, bad encoding: row by row
+        return None
+    header = list(raw.columns)
+    if raw.isna().to_numpy().any() or not all(c in header for c in _REQUIRED) \
+            or not ({"reward", "passed"} & set(header)):
+        return None
+    frame = pd.DataFrame(index=raw.index)
+    for col, kind in _CSV_KINDS.items():
+        if col in raw:
+            parsed = _fast_column(raw[col], kind)
+            if parsed is None:
+                return None
+            frame[col] = parsed
+    n_rows = len(frame)
+    if "valid" in frame:
+        frame = frame[frame["valid"]].drop(columns="valid")
+    key = [c for c in ("run", "task", "arm", "replicate") if c in frame]
+    if frame.duplicated(key).any():
+        return None
+    scale = plan.reward_scale if plan is not None else (0.0, 1.0)
+    checked = frame.assign(
+        reward=frame["reward"] if "reward" in frame else np.where(frame["passed"], *scale[::-1]),
+        passed=frame["passed"] if "passed" in frame else frame["reward"] >= scale[1],
+        cohort=frame["cohort"] if "cohort" in frame else "all")
+    if not frame_is_clean(checked, plan=plan, merge_runs=merge_runs):
+        return None
+    if "passed" not in frame:
+        frame["passed"] = checked["passed"]
+    return _loaded(path, frame.reset_index(drop=True), n_rows, n_rows - len(frame))
+
+
+def load_csv(path: Path, plan: AnalysisPlan | None, merge_runs: bool) -> LoadedAttempts:
+    """Read and check a CSV of attempts (see the module docstring).
+
+    Raises:
+        InputError: naming the line and the column of the first fault, and what to do.
+    """
+    return _fast(path, plan, merge_runs) or _load_rows(path, plan, merge_runs)

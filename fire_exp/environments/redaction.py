@@ -1,0 +1,63 @@
+"""Keeping the user's secrets out of what an attempt writes.
+
+A secret is the value of an environment variable of the harness whose name says it is one
+(``*KEY*``, ``*TOKEN*``, ``*SECRET*``, ``*PASSWORD*``, ``*CREDENTIAL*``) and that is long
+enough not to be an ordinary word. Command output returned to the agent and every file
+under an attempt's folder pass through the same redaction as the transcript
+(:func:`fire_exp.agents.chat_client.redact`: each secret becomes ``***``).
+
+Only Docker isolates a hostile model: in the local environment commands run as the user,
+so this keeps secrets out of the record, not out of a determined model's reach.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+
+__all__ = ["MASK", "redact_bytes", "redact_tree", "secret_values"]
+
+MASK = "***"
+_SECRET_NAME = re.compile(r"KEY|TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIAL", re.IGNORECASE)
+_MIN_LENGTH = 8
+_MAX_FILE = 64 << 20  # larger files (archives, images) are not text the agent echoed
+
+
+def secret_values(environ: Mapping[str, str] | None = None) -> list[str]:
+    """The values to redact, longest first (so a secret containing another goes whole).
+
+    >>> secret_values({"OPENAI_API_KEY": "sk-abcdefgh12", "HOME": "/home/me-long-path"})
+    ['sk-abcdefgh12']
+    """
+    env = os.environ if environ is None else environ
+    values = {v for k, v in env.items() if _SECRET_NAME.search(k) and len(v) >= _MIN_LENGTH}
+    return sorted(values, key=len, reverse=True)
+
+
+def redact_bytes(data: bytes, secrets: Iterable[str]) -> bytes:
+    """``data`` with every secret replaced by ``***``."""
+    for secret in secrets:
+        data = data.replace(secret.encode(), MASK.encode())
+    return data
+
+
+def redact_tree(folder: Path, secrets: Iterable[str] | None = None) -> list[Path]:
+    """Rewrite every file under ``folder`` that holds a secret; returns the files rewritten."""
+    keys = list(secret_values() if secrets is None else secrets)
+    changed: list[Path] = []
+    if not keys or not folder.is_dir():
+        return changed
+    for path in folder.rglob("*"):
+        try:
+            if path.is_symlink() or not path.is_file() or path.stat().st_size > _MAX_FILE:
+                continue
+            data = path.read_bytes()
+            clean = redact_bytes(data, keys)
+            if clean != data:
+                path.write_bytes(clean)
+                changed.append(path)
+        except OSError:  # a file that vanished or cannot be read is no record of ours
+            continue
+    return changed

@@ -1,0 +1,105 @@
+"""Config values are checked before anything is written, and OS errors (a read-only or
+full disk, a file where a folder should be) are one line, exit 2, no traceback."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def fire_exp(*args: str, timeout: float = 300) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "fire_exp", *args], cwd=REPO,
+                          env=os.environ | {"PYTHONPATH": str(REPO)}, capture_output=True,
+                          text=True, timeout=timeout)
+
+
+def one_line_error(proc: subprocess.CompletedProcess[str]) -> str:
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    assert "Traceback" not in proc.stderr, proc.stderr
+    last = proc.stderr.strip().splitlines()[-1]
+    assert last.startswith("fire-exp run: error: "), proc.stderr
+    return last
+
+
+@pytest.mark.parametrize(("override", "says"), [
+    ("executor.workers=0", "configs/executor: workers: 0 is below 1"),
+    ("seed=-1", "configs/config.yaml: seed: -1 is negative"),
+    ("agent.think_s=-5", "configs/agent: think_s: -5 is below 0"),
+    ("environment=docker environment.pids_limit=0",
+     "configs/environment: pids_limit: 0 is below 1"),
+    ("agent.think_s=soon", "think_s: expected a number"),
+    ("panel.attempts=0", "attempts: 0 < 1"),
+])
+def test_bad_config_values_are_refused_before_anything_is_written(
+        tmp_path: Path, override: str, says: str) -> None:
+    results = tmp_path / "results"
+    proc = fire_exp("run", "panel=demo", *override.split(), f"results_dir={results}")
+    assert says in one_line_error(proc)
+    assert not results.exists()  # no run folder, no manifest
+
+
+def test_a_file_where_the_results_folder_should_be(tmp_path: Path) -> None:
+    blocker = tmp_path / "results"
+    blocker.write_text("a file, not a folder")
+    last = one_line_error(fire_exp("run", "panel=demo", f"results_dir={blocker}/inner"))
+    assert str(blocker) in last and "a file stands where a folder should be" in last
+
+
+def _mount_tmpfs(path: Path, options: str) -> bool:
+    path.mkdir()
+    if os.geteuid() != 0:
+        return False
+    return subprocess.run(["mount", "-t", "tmpfs", "-o", options, "tmpfs", str(path)],
+                          capture_output=True).returncode == 0
+
+
+@pytest.fixture
+def read_only(tmp_path: Path) -> Iterator[Path]:
+    """A folder this process cannot write: mode 555, or a read-only tmpfs for root."""
+    path = tmp_path / "ro"
+    if os.geteuid() != 0:
+        path.mkdir()
+        path.chmod(0o555)
+        yield path
+        path.chmod(0o755)
+        return
+    if not _mount_tmpfs(path, "ro,size=1m"):
+        pytest.skip("root without mount rights: cannot make a folder root cannot write")
+    yield path
+    subprocess.run(["umount", str(path)], check=True)
+
+
+def test_a_read_only_results_folder(read_only: Path) -> None:
+    last = one_line_error(fire_exp("run", "panel=demo", f"results_dir={read_only}"))
+    assert str(read_only) in last
+    assert "write elsewhere (results_dir=, --out)" in last or "read-only" in last
+
+
+@pytest.fixture
+def tiny_disk(tmp_path: Path) -> Iterator[Path]:
+    path = tmp_path / "tiny"
+    if not _mount_tmpfs(path, "size=200k"):
+        pytest.skip("a full disk needs a small tmpfs (root with mount rights)")
+    yield path
+    subprocess.run(["umount", str(path)], check=True)
+
+
+@pytest.mark.slow
+def test_a_full_disk_stops_the_run_with_one_line_and_keeps_what_finished(
+        tiny_disk: Path) -> None:
+    proc = fire_exp("run", "panel=demo", f"results_dir={tiny_disk}", "run=r1",
+                    "analyze=false", timeout=600)
+    last = one_line_error(proc)
+    assert "No space left on device" in last and "resume" in last
+    lines = (tiny_disk / "demo" / "r1" / "attempts.jsonl").read_text().splitlines()
+    complete = lines[:-1] if lines and not lines[-1].endswith("}") else lines
+    finished = [json.loads(x) for x in complete if '"kind":"finished"' in x]
+    assert finished, "nothing was recorded before the disk filled"

@@ -1,0 +1,47 @@
+"""scripts/test (the README's test command) brings what a fresh machine lacks, in order,
+and .ci/run calls exactly it. Run against stand-in commands: nothing is installed here."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _stub(folder: Path, name: str, body: str) -> None:
+    path = folder / name
+    path.write_text(f"#!/bin/bash\necho \"{name} $*\" >> {folder}/calls\n{body}\n")
+    path.chmod(0o755)
+
+
+def _run(tmp_path: Path, docker_ok: bool) -> tuple[subprocess.CompletedProcess[str], list[str]]:
+    for name in ("python", "fire-exp", "mmdebstrap"):
+        _stub(tmp_path, name, "true")
+    _stub(tmp_path, "docker", "true" if docker_ok else "exit 1")
+    env = os.environ | {"PATH": f"{tmp_path}:/usr/bin:/bin"}
+    proc = subprocess.run([str(ROOT / "scripts" / "test"), "tests/stats", "-x"], env=env,
+                          capture_output=True, text=True, timeout=60)
+    calls = tmp_path / "calls"
+    return proc, calls.read_text().splitlines() if calls.is_file() else []
+
+
+def test_the_test_command_installs_bootstraps_then_runs_pytest(tmp_path: Path) -> None:
+    proc, calls = _run(tmp_path, docker_ok=True)
+    assert proc.returncode == 0, proc.stderr
+    assert calls == ["docker info", "python -m pip install -q -e .[test]",
+                     "fire-exp images bootstrap",
+                     "python -m pytest -q --durations=15 tests/stats -x"]
+
+
+def test_the_test_command_fails_without_docker(tmp_path: Path) -> None:
+    proc, calls = _run(tmp_path, docker_ok=False)
+    assert proc.returncode == 1 and "need a running Docker engine" in proc.stderr
+    assert calls == ["docker info"]
+
+
+def test_ci_calls_exactly_the_test_command() -> None:
+    lines = [x.strip() for x in (ROOT / ".ci" / "run").read_text().splitlines()]
+    assert lines[-1] == "scripts/test"
+    assert "docker info" in (ROOT / ".ci" / "run").read_text()  # Docker-missing failure kept
