@@ -31,7 +31,8 @@ from fire_exp.stats import child_rng
 __all__ = ["POWER_COLUMNS", "PowerSpec", "power_grid", "simulate_design"]
 
 POWER_COLUMNS = ["n_tasks", "attempts", "effect_pp", "power", "mc_se", "contrast", "role",
-                 "n_sims", "alpha", "mean_estimate_pp", "min_attainable_p"]
+                 "n_sims", "alpha", "mean_estimate_pp", "min_attainable_p",
+                 "mean_nonzero_tasks", "share_cannot_reject"]
 BLOCK = 500  # simulations per random stream (fixed: results depend on it, never on memory)
 
 
@@ -113,7 +114,9 @@ def simulate_design(spec: PowerSpec, n_tasks: int, attempts: int,
     """Power of every contrast at each effect for one design (``n_tasks`` x ``attempts``).
 
     Returns:
-        One row per effect and contrast, with the columns ``POWER_COLUMNS``.
+        One row per effect and contrast, with the columns ``POWER_COLUMNS``;
+        ``mean_nonzero_tasks`` and ``share_cannot_reject`` (panels with so few tasks that
+        differ that the exact p cannot reach α) describe the primary contrast.
     """
     tester = tester or LatticeSignFlip()
     effects = spec.effects_pp if effects_pp is None else effects_pp
@@ -122,6 +125,8 @@ def simulate_design(spec: PowerSpec, n_tasks: int, attempts: int,
     contrasts = spec.contrasts if secondary else spec.contrasts[:1]
     rejections = np.zeros((len(effects), len(contrasts)))
     estimates = np.zeros(len(effects))
+    # Tasks whose arms differ; with m of them the exact p cannot go below 2 / 2^m.
+    nonzero, stuck = np.zeros(len(effects)), np.zeros(len(effects))
     for block, start in enumerate(range(0, spec.n_sims, BLOCK)):
         rows = min(BLOCK, spec.n_sims - start)
         for i, succ in enumerate(_block_successes(spec, n_tasks, attempts, block, rows,
@@ -129,6 +134,9 @@ def simulate_design(spec: PowerSpec, n_tasks: int, attempts: int,
             diffs = [succ[a] - succ[b] for _, a, b in contrasts]
             p = np.column_stack([tester.p_values(d, attempts=attempts) for d in diffs])
             estimates[i] += diffs[0].sum() / (n_tasks * attempts)
+            m = np.count_nonzero(diffs[0], axis=1)
+            nonzero[i] += m.sum()
+            stuck[i] += np.count_nonzero(2.0 / 2.0 ** m > spec.alpha)
             rejections[i, 0] += np.count_nonzero(p[:, 0] <= spec.alpha)
             if len(contrasts) > 1:
                 adjusted = holm_rows(p[:, 1:]) if spec.holm else p[:, 1:]
@@ -144,7 +152,9 @@ def simulate_design(spec: PowerSpec, n_tasks: int, attempts: int,
                         "contrast": name, "role": "primary" if j == 0 else second,
                         "n_sims": spec.n_sims, "alpha": spec.alpha,
                         "mean_estimate_pp": 100 * estimates[i] / spec.n_sims,
-                        "min_attainable_p": min(1.0, 2.0 / 2.0 ** n_tasks)})
+                        "min_attainable_p": min(1.0, 2.0 / 2.0 ** n_tasks),
+                        "mean_nonzero_tasks": nonzero[i] / spec.n_sims,
+                        "share_cannot_reject": stuck[i] / spec.n_sims})
     return out
 
 
