@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from fire_exp.errors import InputError
+from fire_exp.policies.ablation import ablation_arm_families, is_ablation_arm
 from fire_exp.policies.loader import Portfolio, load_portfolio
 from fire_exp.policies.model import (
     Coding,
@@ -124,7 +125,9 @@ def build_arm(arm: str, portfolio: Portfolio, controls: Portfolio) -> ArmPolicie
                              f"define a family named {CONTROL_FAMILIES[arm]!r}") from None
     if arm == "baseline":
         return ArmPolicies(arm, ())
-    raise InputError("panel.arms", arm, "unknown arm", f"use some of {', '.join(ARMS)}")
+    if is_ablation_arm(arm):  # leave-one-family-out (fire_exp/policies/ablation.py)
+        return ArmPolicies(arm, ablation_arm_families(arm, portfolio.families))
+    raise InputError("panel.arms", arm, "unknown arm", f"use some of {', '.join(ARMS)}, or without_FAMILY")
 
 
 def load_controls(path: str | Path = "controls") -> Portfolio:

@@ -15,6 +15,7 @@ from fire_exp.analysis import AnalysisPlan, AnalysisResult, analyze, load_attemp
 from fire_exp.analysis.load import loaded_from_records
 from fire_exp.errors import InputError
 from fire_exp.records import ReadResult, RecordsFileError, read_records
+from fire_exp.report.ablation import ablation_report
 from fire_exp.report.accounting import (
     RunStatus,
     accounting_table,
@@ -144,10 +145,12 @@ def build_report(run: Path | str, plan: AnalysisPlan | Path | str,
     status = run_status(read, prereg)
     tables = [build(inp) for build in TABLE_BUILDERS]
     tables += [accounting_table(inp, read, prereg), prereg_table(prereg, plan_path)]
+    ablation_tables, ablation_figures = ablation_report(loaded, plan, out)  # without_F arms
+    tables += ablation_tables
     banner = status.message if status.partial else ""
     for table in tables:
         write_table(table, out, banner)
-    figures = _figures(inp, out)
+    figures = _figures(inp, out) + ablation_figures
     head = f"# Report: {path}\n\nanalysis plan {plan.name} (seed {plan.seed})\n\n"
     if banner:
         head += f"> **Partial run: {banner}**\n\n"

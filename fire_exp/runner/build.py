@@ -21,6 +21,7 @@ from fire_exp.config import RunConfig
 from fire_exp.environments.base import Environment
 from fire_exp.errors import InputError
 from fire_exp.paths import ANALYSIS_DIR
+from fire_exp.policies.ablation import ablation_arms
 from fire_exp.policies.arms import ArmPolicies, build_arm
 from fire_exp.policies.loader import Portfolio, load_portfolio
 from fire_exp.registry import REGISTRY
@@ -110,11 +111,12 @@ def build_panel(config: RunConfig) -> Panel:
             load_script(task.simulation_script)
     portfolio = load_portfolio(pc.portfolio)
     controls = load_portfolio(pc.controls)
-    arms = {arm: build_arm(arm, portfolio, controls) for arm in pc.arms}
+    arm_names = ablation_arms(pc.arms, portfolio.families, pc.ablation)
+    arms = {arm: build_arm(arm, portfolio, controls) for arm in arm_names}
     build_agent(config)  # fail on a bad agent config now, not in the first attempt
     ReplacementRule.from_config(pc.replacement, f"configs/panel/{pc.name}.yaml")
     REGISTRY.get("environment", config.environment.name)
-    schedule = build_schedule(pc.tasks, pc.arms, pc.attempts, config.seed)
+    schedule = build_schedule(pc.tasks, list(arm_names), pc.attempts, config.seed)
     return Panel(config=config, tasks=tasks, cohorts=dict(pc.tasks), portfolio=portfolio,
                  controls=controls, arms=arms, analysis_plan=resolve_plan(pc.analysis),
                  schedule=schedule)
