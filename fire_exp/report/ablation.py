@@ -57,8 +57,9 @@ def ablation_figure(frame: pd.DataFrame, out: Path) -> list[Path]:
                shown["ci_high_pp"].to_numpy(float) - est]
         ax.errorbar(est, list(y), xerr=err, fmt="o", color="#0072B2", ms=4, capsize=2)
         ax.axvline(0, color="#555555", lw=0.8, ls="--")
-        ax.set_yticks(list(y), [f"{f} ({n} tasks)" for f, n in
+        ax.set_yticks(list(y), [f"{f} ({n} task{'s' if n != 1 else ''})" for f, n in
                                 zip(shown["family"], shown["n_tasks"], strict=True)])
+        ax.set_ylim(-0.6, len(shown) - 0.4)
         ax.set_xlabel("real − (real without the family), points, 95 % CI")
         ax.set_title("Each family's contribution on its eligible tasks", fontsize=9)
         paths = [out.with_suffix(".png"), out.with_suffix(".pdf")]
