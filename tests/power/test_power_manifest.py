@@ -10,6 +10,7 @@ import pytest
 from hydra import compose, initialize_config_dir
 from omegaconf import OmegaConf
 
+from fire_exp.cli import main as fire_exp_main
 from fire_exp.config import RunConfig, run_config_from_dict
 from fire_exp.errors import InputError
 from fire_exp.paths import CONFIG_DIR
@@ -30,7 +31,7 @@ SMALL = ["tasks=[3,10]", "attempts=[2]", "effects=[0,30]", "n_sims=200", "max_ta
 def test_freeze_records_the_power_table_and_the_run_still_verifies(cli, tmp_path: Path,
                                                                    ) -> None:
     out, prereg = tmp_path / "power", tmp_path / "demo.prereg.json"
-    assert cli("power", "panel=demo", f"out={out}", *SMALL).returncode == 0
+    assert fire_exp_main(["power", "panel=demo", f"out={out}", *SMALL]) == 0
     done = cli("freeze", "panel=demo", f"prereg={prereg}", f"power_table={out}")
     assert done.returncode == 0, done.stderr
     power = json.loads(prereg.read_text())["power"]
