@@ -58,5 +58,11 @@ def main(argv: list[str] | None = None) -> int:
     out = args.out or _default_out(args.path)
     write_tables(result, out)
     print(summary_markdown(result))
+    from fire_exp.report.ablation import ablation_report
+    from fire_exp.report.render import write_table
+
+    for table in ablation_report(loaded, plan, out)[0]:  # leave-one-family-out arms, if any
+        write_table(table, out)
+        print(table.markdown())
     print(f"tables written to {out}")
     return 0
