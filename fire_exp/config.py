@@ -62,6 +62,7 @@ class RunConfig:
     results_dir: str
     prereg: str | None = None
     analyze: bool = True
+    resume: str | None = None  # the run being resumed (``run`` is then the same name)
 
     def config_hash(self) -> str:
         """SHA-256 of what defines the experiment (not where or when it runs)."""
@@ -136,9 +137,21 @@ def run_config_from_dict(data: dict[str, Any]) -> RunConfig:
     seed = data.get("seed", 0)
     if isinstance(seed, bool) or not isinstance(seed, int):
         raise InputError("configs/config.yaml", "seed", f"expected an integer, got {seed!r}")
+    run, resume = _run_name(data)
     return RunConfig(
         panel=panel_from_dict(data["panel"]), agent=_component(data["agent"], "agent"),
         environment=_component(data["environment"], "environment"),
         executor=_component(data["executor"], "executor"), seed=seed,
-        run=str(data.get("run") or "run"), results_dir=str(data.get("results_dir", "results")),
-        prereg=data.get("prereg"), analyze=bool(data.get("analyze", True)))
+        run=run, results_dir=str(data.get("results_dir", "results")),
+        prereg=data.get("prereg"), analyze=bool(data.get("analyze", True)), resume=resume)
+
+
+def _run_name(data: dict[str, Any]) -> tuple[str, str | None]:
+    """(the run's folder name, the run resumed or None) from ``run``, ``resume``, ``new_run``."""
+    run, resume = data.get("run"), data.get("resume")
+    run = None if run in (None, "") else str(run)
+    resume = None if resume in (None, "") else str(resume)
+    if resume is not None and run is not None and run != resume:
+        raise InputError("configs/config.yaml", "resume",
+                         f"run={run} and resume={resume} disagree", "give one of them")
+    return resume or run or str(data.get("new_run") or "run"), resume

@@ -2,7 +2,7 @@
 
 One JSON line per finished attempt in ``results/PANEL/RUN/attempts.jsonl``. The runner
 writes these lines; the analysis reads only them (and the analysis plan). This module sits
-at the bottom of the import graph: it imports nothing from fire_exp.
+at the bottom of the import graph: it imports nothing from fire_exp but its errors.
 
 A line carries ``"kind": "finished"`` (an attempt that ended, whatever its outcome) or
 ``"kind": "started"`` (written when an attempt begins, so the store shows what was in
@@ -15,21 +15,29 @@ import json
 import os
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from enum import StrEnum
 from pathlib import Path
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from fire_exp.errors import InputError
+
 SCHEMA_VERSION = 1
+
+
+def now_iso() -> str:
+    """The current UTC time as ISO 8601 with milliseconds (every timestamp fire-exp writes)."""
+    return datetime.now(UTC).isoformat(timespec="milliseconds")
 
 
 class Cause(StrEnum):
     """Why an attempt did not end with a verifier reward from a completed agent phase.
 
-    Follows Harbor's classification (reference/harbor-tasks.md). Only the causes in
-    ``AGENT_CAUSES`` belong to the agent; the others mean the model had no fair attempt
-    and the frozen replacement rule may replace the attempt.
+    Follows Harbor's classification (reference/harbor-tasks.md). The sets below are the
+    only classification of causes in fire-exp: whose failure a cause is, whether the model
+    had a fair attempt, whether the verifier still runs, and what may be replaced.
     """
 
     ENVIRONMENT_FAILED = "environment_failed"  # image build, container start, setup script
@@ -43,11 +51,18 @@ class Cause(StrEnum):
     CANCELLED = "cancelled"  # interrupted by the user; never scored, rerun on resume
 
 
+# The agent's own failures: an attempt ending so was a fair attempt, scored as a failure.
 AGENT_CAUSES = frozenset({Cause.AGENT_TIMEOUT, Cause.AGENT_STEP_LIMIT, Cause.AGENT_ERROR})
-# Causes that leave no fair model attempt: the replacement rule may replace these.
-UNFAIR_CAUSES = frozenset(
-    {Cause.ENVIRONMENT_FAILED, Cause.PROVIDER_FAILED, Cause.HARNESS_FAILED, Cause.CANCELLED}
-)
+# The agent phase never gave the model a fair attempt, so there is nothing to verify.
+NO_VERIFIER_CAUSES = frozenset(
+    {Cause.ENVIRONMENT_FAILED, Cause.PROVIDER_FAILED, Cause.HARNESS_FAILED})
+# Causes that leave no fair model attempt (the analysis keeps a chain's first fair one).
+UNFAIR_CAUSES = NO_VERIFIER_CAUSES | {Cause.CANCELLED}
+# What a panel's replacement rule may name: a cancelled attempt is never written as
+# finished (it reruns on resume), so it cannot be replaced.
+REPLACEABLE_CAUSES = NO_VERIFIER_CAUSES
+# Failures outside the agent's control (the analysis's sensitivity rows leave them out).
+INFRASTRUCTURE_CAUSES = frozenset(Cause) - AGENT_CAUSES
 
 
 class _Model(BaseModel):
@@ -129,6 +144,9 @@ class AttemptRecord(_Model):
     invalid_reason: str | None = None
     funnel: Funnel = Field(default_factory=Funnel)
     family_funnel: list[FamilyFunnel] = Field(default_factory=list)
+    # Coding-portfolio families whose extractor (or eligibility) raised: family -> error.
+    # Such a family stays in family_funnel with state and behavior None.
+    coding_errors: dict[str, str] = Field(default_factory=dict)
     events: int = 0  # policy events raised during the agent phase
     decisions: int = 0  # non-allow policy decisions
     n_commands: int = 0
@@ -144,12 +162,12 @@ class AttemptRecord(_Model):
     @property
     def fair(self) -> bool:
         """Whether the model had a fair attempt (the replacement rule keeps these)."""
-        return self.cause is None or self.cause not in UNFAIR_CAUSES
+        return self.cause not in UNFAIR_CAUSES
 
     @property
     def infrastructure_failure(self) -> bool:
         """Whether the attempt failed for a reason outside the agent's control."""
-        return self.cause is not None and self.cause not in AGENT_CAUSES
+        return self.cause in INFRASTRUCTURE_CAUSES
 
 
 class StartedRecord(_Model):
@@ -165,12 +183,17 @@ class StartedRecord(_Model):
     started_at: str
 
 
-class RecordsFileError(ValueError):
-    """A malformed attempts file: names the file, the line and the field."""
+class RecordsFileError(InputError, ValueError):
+    """A malformed attempts file: names the file, the line and the field.
 
-    def __init__(self, path: Path | str, line: int, field: str, message: str) -> None:
-        self.path, self.line, self.field = str(path), line, field
-        super().__init__(f"{path}:{line}: field '{field}': {message}")
+    An :class:`InputError`, so the CLI prints it as one line without converting it;
+    ``line`` is the line number and ``field`` the record's field (not the whole location).
+    """
+
+    def __init__(self, path: Path | str, line: int, field: str, message: str,
+                 fix: str = "fix or remove that line") -> None:
+        super().__init__(path, f"line {line}, field '{field}'", message, fix)
+        self.line, self.field = line, field
 
 
 @dataclass(frozen=True)

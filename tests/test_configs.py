@@ -12,7 +12,7 @@ from fire_exp.config import run_config_from_dict
 from fire_exp.errors import InputError
 from fire_exp.paths import CONFIG_DIR
 from fire_exp.registry import REGISTRY
-from fire_exp.runner.build import build_agent, build_panel
+from fire_exp.runner.build import agent_factory, build_panel
 
 
 def choices(group: str) -> list[str]:
@@ -37,7 +37,7 @@ def test_every_panel_builds(panel: str) -> None:
 @pytest.mark.parametrize("agent", choices("agent"))
 def test_every_agent_config_builds(agent: str) -> None:
     config = compose_run(f"agent={agent}")
-    assert build_agent(config).name == config.agent.name
+    assert agent_factory(config.agent).make().name == config.agent.name
 
 
 @pytest.mark.parametrize("group", ["environment", "executor"])
@@ -67,6 +67,40 @@ def test_bad_config_names_the_field(override: str, field: str) -> None:
     with pytest.raises(InputError, match=field):
         config = compose_run(override)
         build_panel(config)
+
+
+@pytest.mark.parametrize(("override", "field"), [
+    ("+environment.keep_workdri=true", "keep_workdri"),
+    ("environment.keep_workdir=maybe", "keep_workdir"),
+    ("+agent.tempreature=0.5", "tempreature"),
+])
+def test_a_bad_component_parameter_fails_the_build(override: str, field: str) -> None:
+    with pytest.raises(InputError, match=field) as err:
+        build_panel(compose_run(override))
+    assert "configs/" in str(err.value)
+
+
+def test_the_panel_is_built_once_into_objects() -> None:
+    panel = build_panel(compose_run("panel=demo"))
+    assert panel.plan.name == "demo" and panel.replacement.max_replacements == 2
+    assert panel.executor.name == "local" and panel.environment.name == "local"
+    assert panel.agent.make().name == "simulated"
+
+
+@pytest.mark.parametrize(("overrides", "run", "resume"), [
+    (("run=a",), "a", None),
+    (("resume=b",), "b", "b"),
+    (("run=c", "resume=c"), "c", "c"),
+])
+def test_run_and_resume_are_config(overrides: tuple[str, ...], run: str,
+                                   resume: str | None) -> None:
+    config = compose_run(*overrides)
+    assert (config.run, config.resume) == (run, resume)
+
+
+def test_run_and_resume_that_disagree_are_refused() -> None:
+    with pytest.raises(InputError, match="disagree"):
+        compose_run("run=a", "resume=b")
 
 
 def test_configs_dir_is_the_repository_one() -> None:

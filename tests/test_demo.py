@@ -41,12 +41,13 @@ def test_rerun_with_the_same_seed_is_identical(two_runs) -> None:
     rewards = [{r.attempt_id: (r.reward, r.funnel) for r in read_records(d / "attempts.jsonl")
                 .finished} for d in (first, second)]
     assert rewards[0] == rewards[1]
-    # cost.csv holds wall-clock agent time; every other table must match byte for byte.
-    tables = sorted(p.name for p in (first / "analysis").glob("*.csv") if p.name != "cost.csv")
+    # cost, suite and tasks hold wall-clock agent time; every other table must match.
+    timed = {"cost.csv", "suite.csv", "tasks.csv"}
+    data = Path("report") / "data"
+    tables = sorted(p.name for p in (first / data).glob("*.csv") if p.name not in timed)
     assert "contrasts.csv" in tables
     for name in tables:
-        assert (first / "analysis" / name).read_bytes() == \
-            (second / "analysis" / name).read_bytes(), name
+        assert (first / data / name).read_bytes() == (second / data / name).read_bytes(), name
 
 
 def test_the_demo_shows_where_things_landed_and_a_table(two_runs) -> None:

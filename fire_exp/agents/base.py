@@ -31,14 +31,29 @@ class AgentOutcome:
 
 
 class Agent(Protocol):
-    """What runs in an attempt's session. Agents act only through ``session``."""
+    """What runs in an attempt's session. Agents act only through ``session``.
+
+    ``session.context`` says which attempt and arm the agent runs in.
+    """
 
     name: str
     tier: str | None
 
+    def preflight(self) -> None:
+        """Check, before a panel's first attempt, that the agent can run at all (its
+        binary, key, server). Raises :class:`~fire_exp.errors.PreflightError`."""
+        ...
+
     def run(self, session: AgentSession, *, rng: np.random.Generator) -> AgentOutcome:
         """Work on ``session.instruction`` until done; return how it ended."""
         ...
+
+
+def preflight_agent(agent: Agent) -> None:
+    """Run ``agent.preflight()``; an agent written before the hook existed has none."""
+    check = getattr(agent, "preflight", None)
+    if callable(check):
+        check()
 
 
 class NopAgent:
@@ -46,6 +61,9 @@ class NopAgent:
 
     name = "nop"
     tier: str | None = None
+
+    def preflight(self) -> None:
+        """Nothing to check."""
 
     def run(self, session: AgentSession, *, rng: np.random.Generator) -> AgentOutcome:
         session.begin()
@@ -59,6 +77,9 @@ class OracleAgent:
 
     name = "oracle"
     tier: str | None = None
+
+    def preflight(self) -> None:
+        """Nothing to check (a task without a solution fails its own attempt)."""
 
     def run(self, session: AgentSession, *, rng: np.random.Generator) -> AgentOutcome:
         session.begin()

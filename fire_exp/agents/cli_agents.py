@@ -4,8 +4,8 @@ A CLI runs its own tools, so its commands do not pass through ``session.bash``: 
 policies reach it through the hook bridge instead (``fire-exp hook``, reference/hooks.md).
 Per attempt the agent
 
-1. works out which portfolio folder and arm the session's families come from and writes
-   the CLI's hook settings (none for the baseline arm: a baseline attempt has no hook
+1. takes the portfolio folder and arm from the session's context and writes the CLI's
+   hook settings (none for a non-policy arm: a baseline attempt has no hook
    configuration at all);
 2. runs ``claude -p --settings FILE --output-format stream-json`` or ``codex exec --json``
    (with ``CODEX_HOME`` holding the hooks) in the attempt's working folder, under the
@@ -40,12 +40,12 @@ import numpy as np
 import fire_exp
 from fire_exp.agents.base import AgentOutcome, ProviderError
 from fire_exp.agents.cli_transcripts import CliTranscript, parse_claude_stream, parse_codex_json
-from fire_exp.agents.session import AgentSession
+from fire_exp.agents.session import AgentSession, AttemptContext
 from fire_exp.environments.base import EnvironmentFailure
-from fire_exp.policies.arms import CONTROL_FAMILIES, ShamFamily
+from fire_exp.environments.local import LocalEnvironment
 from fire_exp.policies.hook_settings import hook_settings
 from fire_exp.policies.hook_store import ActivitySummary, read_activity
-from fire_exp.policies.model import Family, Step
+from fire_exp.policies.model import Step
 from fire_exp.records import Cause, Usage
 
 _PACKAGE_PARENT = str(Path(fire_exp.__file__).resolve().parent.parent)
@@ -61,32 +61,15 @@ class BridgeTarget:
     controls: str | None = None
 
 
-def _source_dir(family: Family) -> Path:
-    module = sys.modules.get(type(family).__module__)
-    file = getattr(module, "__file__", None)
-    if not file:
-        raise EnvironmentFailure(f"cannot tell which source defines family {family.name!r}")
-    return Path(file).resolve().parent
-
-
-def bridge_target(families: Sequence[Family]) -> BridgeTarget | None:
-    """The portfolio and arm that reproduce ``families`` in the bridge (None: baseline)."""
-    if not families:
+def bridge_target(context: AttemptContext) -> BridgeTarget | None:
+    """The portfolio and arm the bridge rebuilds (None: a non-policy arm runs no hooks)."""
+    if not context.policy_arm:
         return None
-    if all(isinstance(f, ShamFamily) for f in families):
-        folders = {_source_dir(f.real) for f in families}  # type: ignore[attr-defined]
-        arm = "sham"
-    else:
-        folders = {_source_dir(f) for f in families}
-        names = {f.name for f in families}
-        control = [a for a, n in CONTROL_FAMILIES.items() if names == {n}]
-        arm = control[0] if control else "real"
-        if control:
-            folder = folders.pop()
-            return BridgeTarget(portfolio=str(folder), arm=arm, controls=str(folder))
-    if len(folders) != 1:
-        raise EnvironmentFailure(f"the arm's families come from several folders: {folders}")
-    return BridgeTarget(portfolio=str(folders.pop()), arm=arm)
+    if context.portfolio is None:
+        raise EnvironmentFailure(f"attempt {context.attempt_id}: the arm's portfolio folder "
+                                 "is unknown, so its hooks cannot be installed")
+    return BridgeTarget(portfolio=context.portfolio, arm=context.arm,
+                        controls=context.controls)
 
 
 class _HookedCli:
@@ -121,11 +104,11 @@ class _HookedCli:
         """Run the CLI on the task; read back its commands, usage and hook events."""
         executable = self._executable()
         env = session.env
-        if not hasattr(env, "env"):
+        if not isinstance(env, LocalEnvironment):
             raise EnvironmentFailure(f"agent={self.name} runs only with environment=local")
         hooks_dir = env.attempt_dir / "hooks"
         hooks_dir.mkdir(parents=True, exist_ok=True)
-        target = bridge_target(session.runtime.families)
+        target = bridge_target(session.context)
         settings = None
         if target is not None:
             settings = hook_settings(
@@ -199,10 +182,8 @@ class _HookedCli:
                                            self._redact(cmd.output)[-_KEPT:],
                                            denied=was_denied))
         session.trajectory.append(Step(len(session.trajectory), "stop"))
-        runtime = session.runtime
-        runtime.events = summary.hook_events
-        runtime.counts = Counter(summary.by_event)
-        runtime.log = list(summary.decisions)
+        session.runtime.ingest(events=summary.hook_events, counts=summary.by_event,
+                               log=summary.decisions)
         report = {"policy_arm": policy_arm, "hook_events": summary.hook_events,
                   "by_event": summary.by_event, "load_errors": summary.load_errors,
                   "errors": list(summary.errors)}

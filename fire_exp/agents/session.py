@@ -10,7 +10,8 @@ An agent never touches the environment or the policies directly. It calls
   the agent must work on next (a new turn), ``None`` means the agent may stop.
 
 The session keeps the command log (the trajectory the extractors code) and enforces the
-agent's deadline.
+agent's deadline. ``session.context`` tells the agent which attempt and arm it runs in,
+so no agent has to work that out from the policies or the environment.
 """
 
 from __future__ import annotations
@@ -20,10 +21,28 @@ from dataclasses import dataclass
 
 from fire_exp.environments.base import Environment
 from fire_exp.policies.model import Event, Step
-from fire_exp.policies.runtime import PolicyRuntime
+from fire_exp.policies.runtime import MAX_STOP_ROUNDS, PolicyRuntime
 
-MAX_STOP_ROUNDS = 8  # a backstop against a stop rule without a nudge limit
 _OUTPUT_KEPT = 4000
+
+
+@dataclass(frozen=True)
+class AttemptContext:
+    """What an agent may know about its attempt.
+
+    Attributes:
+        attempt_id: the attempt's id (``task/arm/rN``).
+        arm: the attempt's arm.
+        policy_arm: whether the arm runs policies (a non-policy arm installs no hooks).
+        portfolio: the folder of the real portfolio the arm was built from (None: unknown).
+        controls: the folder of the control sources (None: unknown).
+    """
+
+    attempt_id: str
+    arm: str
+    policy_arm: bool
+    portfolio: str | None = None
+    controls: str | None = None
 
 
 class AgentTimeout(Exception):
@@ -56,12 +75,15 @@ class AgentSession:
         runtime: the arm's policy runtime (an empty one for the baseline arm).
         instruction: the task text the agent receives.
         timeout_s: the agent's time budget (the task's ``[agent].timeout_sec``).
+        context: the attempt and arm the agent runs in.
         command_timeout_s: the longest any single command may run.
     """
 
     def __init__(self, env: Environment, runtime: PolicyRuntime, instruction: str,
-                 timeout_s: float, command_timeout_s: float = 120.0) -> None:
+                 timeout_s: float, context: AttemptContext,
+                 command_timeout_s: float = 120.0) -> None:
         self.env = env
+        self.context = context
         self.runtime = runtime
         self.instruction = instruction
         self.deadline = time.monotonic() + timeout_s

@@ -164,6 +164,9 @@ class SimulatedAgent:
         self.self_check = (self_check or DEFAULT_SELF_CHECK)[tier]
         self.think_s = think_s
 
+    def preflight(self) -> None:
+        """Nothing to check: the scripts were checked when the panel was built."""
+
     def run(self, session: AgentSession, *, rng: np.random.Generator) -> AgentOutcome:
         script_path = session.env.task.simulation_script
         if script_path is None:

@@ -1,21 +1,34 @@
-"""The analysis layer: plan, loading attempts, the tables of a panel, and writing them."""
+"""The analysis layer: reading a run and its plan, and every table of a panel as data.
 
+``analyze(source, plan)`` returns an ``AnalysisResult``; ``fire_exp.report`` renders it.
+"""
+
+from fire_exp.analysis.accounting import RunStatus
+from fire_exp.analysis.arms import ARM_ORDER, arms_in_order
 from fire_exp.analysis.load import LoadedAttempts, load_attempts, normalize_frame
-from fire_exp.analysis.output import markdown_table, summary_markdown, write_tables
 from fire_exp.analysis.plan import AnalysisPlan, load_plan, parse_contrast
-from fire_exp.analysis.tables import CONTRAST_LEADING_COLUMNS, AnalysisResult, analyze
+from fire_exp.analysis.result import AnalysisResult
+from fire_exp.analysis.run import PlanChoice, RunInputs, choose_plan, read_run, resolve_plan
+from fire_exp.analysis.tables import CONTRAST_LEADING_COLUMNS, analyze
+from fire_exp.analysis.tiers import compare_tiers
 
 __all__ = [
+    "ARM_ORDER",
     "CONTRAST_LEADING_COLUMNS",
     "AnalysisPlan",
     "AnalysisResult",
     "LoadedAttempts",
+    "PlanChoice",
+    "RunInputs",
+    "RunStatus",
     "analyze",
+    "arms_in_order",
+    "choose_plan",
+    "compare_tiers",
     "load_attempts",
     "load_plan",
-    "markdown_table",
     "normalize_frame",
     "parse_contrast",
-    "summary_markdown",
-    "write_tables",
+    "read_run",
+    "resolve_plan",
 ]

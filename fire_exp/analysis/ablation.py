@@ -1,6 +1,6 @@
 """Each family's contribution: real − (real without F) on the tasks where F is eligible.
 
-For every leave-one-family-out arm ``without_F`` in the attempts, the contrast compares the
+For every leave-one-family-out arm ``real-minus-F`` in the attempts, the contrast compares the
 real portfolio with the portfolio minus F, paired by task, on the tasks where F is eligible
 (the tasks the family funnel codes F on, in any arm). It uses the machinery of the main
 contrasts: per-task pass rates averaged over attempts, a paired percentile bootstrap over

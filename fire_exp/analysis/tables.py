@@ -1,16 +1,18 @@
-"""The analysis of a panel: every table of the plan from one tidy attempts frame.
+"""The analysis of a panel: every table, as data, from the attempts and the plan.
 
 ``analyze`` computes, for each cohort of the plan, per-arm pass rates and every contrast
 (estimate, percentile interval, sign-flip p, paired t interval, Holm-adjusted p for the
-secondary contrasts), then the interaction, funnels, transitions, pass@k/pass^k, cost per
-success, error rates and the sensitivity analysis without infrastructure failures.
-Every random stream is a child of the plan's seed keyed by its name.
+secondary contrasts), then the interaction, funnels and near-misses, transitions,
+pass@k/pass^k, cost per success, error rates, the sensitivity analysis without
+infrastructure failures, the suite and reliability tables against the reference arm,
+every task under every arm, and the run's accounting. Every random stream is a child of
+the plan's seed keyed by its name. The report only renders the result.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field, fields
+from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
@@ -18,8 +20,17 @@ import numpy as np
 import pandas as pd
 import scipy
 
-from fire_exp.analysis.load import LoadedAttempts, load_attempts, normalize_frame
-from fire_exp.analysis.plan import AnalysisPlan, load_plan, parse_contrast
+from fire_exp.analysis.ablation import ablation_contrasts
+from fire_exp.analysis.accounting import accounting_frame, prereg_frame, run_status, tier_label
+from fire_exp.analysis.arms import arms_in_order, main_cohort, reference_arm, suite_cohort
+from fire_exp.analysis.counts import errors_frame, funnel_frames, near_miss_frame, pass_k_frame
+from fire_exp.analysis.load import FAMILY_COLUMNS, LoadedAttempts, normalize_frame
+from fire_exp.analysis.plan import AnalysisPlan, parse_contrast
+from fire_exp.analysis.reliability import reliability_frame
+from fire_exp.analysis.result import AnalysisResult
+from fire_exp.analysis.run import PlanChoice, RunInputs, choose_plan, read_run, resolve_plan
+from fire_exp.analysis.suite import Suite, suite_frame, suite_transitions_frame, tasks_frame
+from fire_exp.errors import InputError
 from fire_exp.stats import (
     BootstrapInterval,
     aggregate_tasks,
@@ -35,38 +46,12 @@ from fire_exp.stats import (
     transition_table,
 )
 
-__all__ = ["CONTRAST_LEADING_COLUMNS", "AnalysisResult", "analyze"]
+__all__ = ["CONTRAST_LEADING_COLUMNS", "analyze"]
 
 CONTRAST_LEADING_COLUMNS = ["contrast", "cohort", "n_tasks", "estimate_pp", "ci_low_pp",
                             "ci_high_pp", "p_value", "p_method"]
 Row = dict[str, Any]
 _SMALL = 30  # below this many tasks percentile intervals under-cover: read the t interval
-
-
-@dataclass(frozen=True)
-class AnalysisResult:
-    """All tables of one analysis plus how they were made.
-
-    Each field but ``metadata`` and ``notes`` is a table written as ``NAME.csv`` / ``.md``.
-    """
-
-    pass_rates: pd.DataFrame
-    contrasts: pd.DataFrame
-    sensitivity: pd.DataFrame
-    interaction: pd.DataFrame
-    transitions: pd.DataFrame
-    pass_k: pd.DataFrame
-    cost: pd.DataFrame
-    errors: pd.DataFrame
-    funnel: pd.DataFrame
-    family_funnel: pd.DataFrame
-    metadata: Mapping[str, object] = field(default_factory=dict)
-    notes: tuple[str, ...] = ()
-
-    def tables(self) -> dict[str, pd.DataFrame]:
-        """The tables by name, in a fixed order."""
-        return {f.name: getattr(self, f.name) for f in fields(self)
-                if f.name not in {"metadata", "notes"}}
 
 
 def _cohort_frame(att: pd.DataFrame, cohort: str) -> pd.DataFrame:
@@ -79,8 +64,13 @@ def _role(plan: AnalysisPlan, contrast: str, cohort: str) -> str:
     return "secondary"
 
 
+def _attempts_k(att: pd.DataFrame) -> int:
+    """K: the most attempts any task has under any arm (the panel's attempts per task)."""
+    return int(att.groupby(["task", "arm"]).size().max())
+
+
 def _contrast_row(plan: AnalysisPlan, name: str, cohort: str, agg: pd.DataFrame,
-                  boot: Mapping[str, BootstrapInterval], keys: tuple[str, ...],
+                  boot: Mapping[str, BootstrapInterval], keys: tuple[str, ...], k: int,
                   ) -> tuple[Row, pd.DataFrame]:
     a, b = parse_contrast(name)
     tasks, rate = task_matrix(agg, "pass_rate", [a, b])
@@ -109,7 +99,6 @@ def _contrast_row(plan: AnalysisPlan, name: str, cohort: str, agg: pd.DataFrame,
            "improved": ic.improved, "regressed": ic.regressed, "tied": ic.tied,
            "pass_a_pct": 100 * float(np.mean(rate[ok, 0])),
            "pass_b_pct": 100 * float(np.mean(rate[ok, 1])), "flag": "; ".join(flags)}
-    k = int(np.nanmax(n))
     full = ok & (n[:, 0] == k) & (n[:, 1] == k)
     tt = transition_table(succ[full, 1], succ[full, 0], k).stack().rename("n_tasks")
     trans = tt.reset_index().rename(columns={"from": f"comparator_{b}", "to": f"arm_{a}"})
@@ -120,7 +109,7 @@ def _contrast_row(plan: AnalysisPlan, name: str, cohort: str, agg: pd.DataFrame,
 
 
 def _cohort_tables(plan: AnalysisPlan, att: pd.DataFrame, cohort: str,
-                   keys: tuple[str, ...], notes: list[str],
+                   keys: tuple[str, ...], k: int, notes: list[str],
                    ) -> tuple[list[Row], list[pd.DataFrame], list[Row]]:
     sub = _cohort_frame(att, cohort)
     if sub.empty:
@@ -152,7 +141,7 @@ def _cohort_tables(plan: AnalysisPlan, att: pd.DataFrame, cohort: str,
                             rng=child_rng(plan.seed, *keys, "bootstrap", "success", cohort))
     rows, trans = [], []
     for name in usable:
-        row, tr = _contrast_row(plan, name, cohort, agg, boot, keys)
+        row, tr = _contrast_row(plan, name, cohort, agg, boot, keys, k)
         rows.append(row)
         trans.append(tr)
     secondary = [r for r in rows if r["role"] == "secondary"]
@@ -187,13 +176,13 @@ def _contrast_frame(rows: list[Row]) -> pd.DataFrame:
     return frame[CONTRAST_LEADING_COLUMNS + rest]
 
 
-def _run_cohorts(plan: AnalysisPlan, att: pd.DataFrame, keys: tuple[str, ...],
+def _run_cohorts(plan: AnalysisPlan, att: pd.DataFrame, keys: tuple[str, ...], k: int,
                  notes: list[str]) -> tuple[pd.DataFrame, list[pd.DataFrame], list[Row]]:
     rows: list[Row] = []
     trans: list[pd.DataFrame] = []
     arms: list[Row] = []
     for cohort in plan.cohorts:
-        r, t, a = _cohort_tables(plan, att, cohort, keys, notes)
+        r, t, a = _cohort_tables(plan, att, cohort, keys, k, notes)
         rows += r
         trans += t
         arms += a
@@ -231,100 +220,97 @@ def _interaction_frame(plan: AnalysisPlan, att: pd.DataFrame, notes: list[str]) 
         "n_first": res.n_first, "n_second": res.n_second}])
 
 
-def _pass_k_frame(arm_rows: list[Row]) -> pd.DataFrame:
-    rows = [{"cohort": r["cohort"], "arm": r["arm"], "k": k, "n_tasks": r["n_tasks"],
-             "pass_at_k_pct": 100 * at, "pass_hat_k_pct": 100 * hat,
-             "consistency": r["_curve"].consistency}
-            for r in arm_rows
-            for k, at, hat in zip(r["_curve"].k, r["_curve"].pass_at_k,
-                                  r["_curve"].pass_hat_k, strict=True)]
-    return pd.DataFrame(rows)
+def _inputs(source: str | Path | pd.DataFrame | LoadedAttempts | RunInputs) -> RunInputs:
+    if isinstance(source, RunInputs):
+        return source
+    if isinstance(source, LoadedAttempts):
+        return RunInputs(source, name=Path(source.source).stem)
+    if isinstance(source, pd.DataFrame):
+        frame = normalize_frame(source)
+        return RunInputs(LoadedAttempts(frame, pd.DataFrame(columns=FAMILY_COLUMNS),
+                                        "<frame>", len(frame), 0, 0), name="<frame>")
+    return read_run(source)
 
 
-def _funnel_frame(att: pd.DataFrame, fam: pd.DataFrame, cohorts: list[str],
-                  ) -> tuple[pd.DataFrame, pd.DataFrame]:
-    def counts(g: pd.DataFrame, state: str, fired: str, beh: str, passed: str) -> Row:
-        passed_in_state = (g[passed] == 1) & (g[state] == 1)
-        near = int((passed_in_state & (g[beh] == 0)).sum())
-        # near miss (seed 000): among passes in the risky state, those without the
-        # registered behavior
-        return {"attempts": len(g), "state": int((g[state] == 1).sum()),
-                "fired": int((g[fired] == 1).sum()), "behavior": int((g[beh] == 1).sum()),
-                "coded": int(g[beh].notna().sum()), "passed": int((g[passed] == 1).sum()),
-                "near_miss_pct": 100 * near / max(1, int(passed_in_state.sum()))}
-    rows = []
-    for cohort in cohorts:
-        sub = _cohort_frame(att, cohort)
-        for arm, g in sub.groupby("arm", sort=True):
-            rows.append({"cohort": cohort, "arm": arm, **counts(
-                g, "funnel_state", "funnel_fired", "funnel_behavior", "funnel_passed")})
-    fam_rows = [{"family": f, "arm": arm, **counts(g, "state", "fired", "behavior", "passed")}
-                for (f, arm), g in fam.groupby(["family", "arm"], sort=True)]
-    return pd.DataFrame(rows), pd.DataFrame(fam_rows)
+def _metadata(choice: PlanChoice, inputs: RunInputs, att: pd.DataFrame, k: int,
+              ) -> dict[str, object]:
+    plan, loaded, manifest = choice.plan, inputs.loaded, inputs.prereg or {}
+    return {"plan": plan.name, "plan_hash": plan.plan_hash(), "seed": plan.seed,
+            "plan_path": None if choice.path is None else str(choice.path),
+            "plan_source": choice.source, "plan_frozen_sha256": choice.frozen_sha256,
+            "plan_matches_frozen": choice.matches_frozen, "plan_used": choice.describe(),
+            "source": loaded.source, "k": k,
+            "numpy": np.__version__, "scipy": scipy.__version__, "pandas": pd.__version__,
+            "n_records": loaded.n_records, "n_scored": len(att),
+            "n_invalid": loaded.n_invalid, "n_superseded": loaded.n_superseded,
+            "n_infrastructure_failures": int(att["infrastructure_failure"].sum()),
+            "torn_tail": loaded.torn_tail,
+            "prereg": {key: manifest[key] for key in ("panel", "frozen_at", "harness_version",
+                                                      "seed") if key in manifest}}
 
 
-def _errors_frame(att: pd.DataFrame, superseded: pd.DataFrame) -> pd.DataFrame:
-    """Per arm: scored attempts, infrastructure failures, replaced records and causes.
+def analyze(source: str | Path | pd.DataFrame | LoadedAttempts | RunInputs,
+            plan: AnalysisPlan | str | Path | None = None) -> AnalysisResult:
+    """Every table of a run (a run folder, an attempts file, a tidy frame or loaded
+    attempts) under an analysis plan.
 
-    Cause counts cover every record, the replaced ones included, so a treatment that
-    provokes provider or environment failures shows here even when recovery replaced them.
-    """
-    rows = []
-    for arm, g in att.groupby("arm", sort=True):
-        dropped = superseded[superseded["arm"] == arm]
-        causes = pd.concat([g["cause"], dropped["cause"]])
-        row = {"arm": arm, "attempts": len(g),
-               "infrastructure_failures": int(g["infrastructure_failure"].sum()),
-               "infrastructure_failure_pct": 100 * float(g["infrastructure_failure"].mean()),
-               "no_fair_attempt": int(g["no_fair_attempt"].sum()),
-               "replaced_records": len(dropped), "gave_up": int(g["gave_up"].sum())}
-        for cause, n in causes[causes != ""].value_counts().sort_index().items():
-            row[f"cause:{cause}"] = int(n)
-        rows.append(row)
-    return pd.DataFrame(rows).fillna(0)
-
-
-def analyze(source: str | Path | pd.DataFrame | LoadedAttempts,
-            plan: AnalysisPlan | str | Path) -> AnalysisResult:
-    """Run the analysis plan on attempts (a path, a tidy frame or loaded attempts).
+    Args:
+        source: what to analyse; a run folder or attempts file is read with its
+            ``prereg.json``.
+        plan: a plan (object, file or name under ``analysis/``); None: the plan frozen
+            with the run (its ``prereg.json``), else ``analysis/default.yaml``.
 
     Same data, same plan (seed) and same numpy build give bit-identical tables.
+
+    Raises:
+        InputError: unreadable input, no scored attempt, or a frozen plan that changed.
     """
-    plan = plan if isinstance(plan, AnalysisPlan) else load_plan(plan)
-    if isinstance(source, LoadedAttempts):
-        loaded = source
-    elif isinstance(source, pd.DataFrame):
-        frame = normalize_frame(source)
-        loaded = LoadedAttempts(frame, pd.DataFrame(columns=["family", "arm", "state", "fired",
-                                "behavior", "passed"]), "<frame>", len(frame), 0, 0)
-    else:
-        loaded = load_attempts(source)
+    given = resolve_plan(plan) if isinstance(plan, str | Path) else plan  # refuse it first
+    inputs = _inputs(source)
+    choice = choose_plan(inputs, given)
+    plan, loaded = choice.plan, inputs.loaded
     att, notes = loaded.attempts, list[str]()
     if att.empty:
-        raise ValueError(f"{loaded.source}: no scored attempts")
-    contrasts, trans, arm_rows = _run_cohorts(plan, att, (), notes)
+        raise InputError(loaded.source, "<attempts>", "no finished, valid attempt to analyse",
+                         "wait for the first attempt to finish")
+    k = _attempts_k(att)
+    contrasts, trans, arm_rows = _run_cohorts(plan, att, (), k, notes)
     sens_att = att[~att["infrastructure_failure"].astype(bool)]
     sensitivity = pd.DataFrame()
     if plan.missing_data.sensitivity == "exclude" and len(sens_att) < len(att):
-        sensitivity, _, _ = _run_cohorts(plan, sens_att, ("sensitivity",), [])
+        sensitivity, _, _ = _run_cohorts(plan, sens_att, ("sensitivity",), k, [])
     elif plan.missing_data.sensitivity == "exclude":
         notes.append("sensitivity analysis: no infrastructure failures; identical to primary")
-    funnel, family_funnel = _funnel_frame(att, loaded.families, plan.cohorts)
-    metadata = {"plan": plan.name, "plan_hash": plan.plan_hash(), "seed": plan.seed,
-                "numpy": np.__version__, "scipy": scipy.__version__, "pandas": pd.__version__,
-                "n_records": loaded.n_records, "n_scored": len(att),
-                "n_invalid": loaded.n_invalid, "n_superseded": loaded.n_superseded,
-                "n_infrastructure_failures": int(att["infrastructure_failure"].sum()),
-                "torn_tail": loaded.torn_tail}
+    funnel, family_funnel = funnel_frames(att, loaded.families, plan.cohorts)
     arms = pd.DataFrame([{k: v for k, v in r.items() if k != "_curve"} for r in arm_rows])
     cost_cols = ["total_cost_usd", "cost_per_success_usd", "cost_ci_low_usd",
                  "cost_ci_high_usd", "mean_agent_seconds"]
     key_cols = ["cohort", "arm", "n_tasks", "attempts", "successes"]
+    pass_rates = arms.drop(columns=cost_cols) if len(arms) else arms
+    cost = arms[key_cols + cost_cols] if len(arms) else arms
+    pass_k = pass_k_frame(arm_rows)
+    order = arms_in_order(att["arm"].unique())
+    main = main_cohort(plan, att)
+    suite = Suite(plan, _cohort_frame(att, suite_cohort(plan, main)), order,
+                  reference_arm(plan, order), suite_cohort(plan, main), k)
+    suite_transitions, left_out = suite_transitions_frame(suite)
+    status = run_status(inputs.records, inputs.prereg)
     return AnalysisResult(
-        pass_rates=arms.drop(columns=cost_cols) if len(arms) else arms,
-        cost=arms[key_cols + cost_cols] if len(arms) else arms,
-        contrasts=contrasts, sensitivity=sensitivity,
+        pass_rates=pass_rates, contrasts=contrasts, sensitivity=sensitivity,
         interaction=_interaction_frame(plan, att, notes),
         transitions=pd.concat(trans, ignore_index=True) if trans else pd.DataFrame(),
-        pass_k=_pass_k_frame(arm_rows), errors=_errors_frame(att, loaded.superseded),
-        funnel=funnel, family_funnel=family_funnel, metadata=metadata, notes=tuple(notes))
+        pass_k=pass_k, cost=cost, errors=errors_frame(att, loaded.superseded),
+        funnel=funnel, family_funnel=family_funnel,
+        near_miss=near_miss_frame(att, loaded.families, order, main),
+        suite=suite_frame(suite, pass_rates, cost, contrasts, pass_k),
+        suite_transitions=suite_transitions, reliability=reliability_frame(suite, pass_k),
+        tasks=tasks_frame(att),
+        accounting=accounting_frame(loaded, inputs.records, inputs.prereg, order),
+        prereg=prereg_frame(inputs.prereg), plan=plan,
+        ablation=ablation_contrasts(loaded, plan), arms=tuple(order),
+        reference=suite.reference, main_cohort=main, suite_cohort=suite.cohort, k=suite.k,
+        tier=tier_label(inputs.records, inputs.name),
+        status=status,
+        metadata={**_metadata(choice, inputs, att, k), "suite_transitions_left_out": left_out,
+                  "run_status": asdict(status)},
+        notes=tuple(notes))

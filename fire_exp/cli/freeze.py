@@ -7,16 +7,18 @@ from pathlib import Path
 
 from fire_exp.cli._hydra import hydra_main
 from fire_exp.config import RunConfig
-from fire_exp.runner.build import build_panel
+from fire_exp.runner.build import build_panel, prepare_panel
 from fire_exp.runner.prereg import record_power, write_manifest
 
 
 def default_prereg_path(config: RunConfig) -> Path:
+    """Where the panel's manifest is frozen: ``prereg=``, else ``panels/PANEL.prereg.json``."""
     return Path(config.prereg or f"panels/{config.panel.name}.prereg.json")
 
 
 def _freeze(config: RunConfig, power_table: str | None = None) -> int:
     panel = build_panel(config)
+    prepare_panel(panel)  # a panel that cannot run is not frozen
     path = default_prereg_path(config)
     power = None
     if power_table:  # checked before anything is written

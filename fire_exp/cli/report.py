@@ -1,11 +1,13 @@
 """``fire-exp report RUN [RUN ...] [--plan analysis/NAME.yaml] [--out DIR]``.
 
 RUN is a run folder (``attempts.jsonl``, optional ``prereg.json``) or an attempts file.
-Writes every paper table as ``.tex`` (booktabs), ``.md`` and ``.csv`` and every figure as
-``.png`` and ``.pdf`` to DIR (default ``RUN/report``). The plan defaults to the one the
-run's preregistration froze, else ``analysis/default.yaml``. A run still in progress is
-reported as far as it has finished, and says so. Several runs (one per agent tier) need
-``--out DIR``: each is reported into ``DIR/<tier>/`` and ``DIR/tiers.*`` compares them.
+Writes every paper table as ``.tex`` (booktabs), ``.md`` and ``.csv``, every figure as
+``.png`` and ``.pdf``, and the analysis' own tables under ``data/``, to DIR (default
+``RUN/report``). The plan is the one the run's preregistration froze unless ``--plan``
+names another (without a ``prereg.json``: ``analysis/default.yaml``); the output says
+which. A run still in progress is reported as far as it has finished, and says so.
+Several runs (one per agent tier) need ``--out DIR``: each is reported into
+``DIR/<tier>/`` and ``DIR/tiers.*`` compares them.
 """
 
 from __future__ import annotations
@@ -13,22 +15,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from fire_exp.cli.analyze import resolve_plan
-
-__all__ = ["main", "default_plan"]
-
-
-def default_plan(run: Path) -> Path:
-    """The plan the run's ``prereg.json`` froze, if it still exists; else the default."""
-    from fire_exp.report.accounting import read_prereg
-
-    folder = run if run.is_dir() else run.parent
-    manifest = read_prereg(folder / "prereg.json")
-    if manifest is not None:
-        frozen = Path(manifest["hashes"].get("analysis_plan", {}).get("path", ""))
-        if frozen.is_file():
-            return frozen
-    return resolve_plan(None)
+__all__ = ["main"]
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -37,22 +24,22 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("runs", type=Path, nargs="+", metavar="RUN",
                         help="run folder or attempts file (JSONL or CSV); several: one per tier")
     parser.add_argument("--plan", default=None,
-                        help="analysis plan (default: the preregistered one, else default)")
+                        help="analysis plan (default: the one frozen with the run)")
     parser.add_argument("--out", type=Path, default=None, help="report folder")
     args = parser.parse_args(argv)
 
     from fire_exp.errors import InputError
     from fire_exp.report.build import build_report, build_tier_report
 
-    plan = resolve_plan(args.plan) if args.plan else default_plan(args.runs[0])
     if len(args.runs) == 1:
-        print(build_report(args.runs[0], plan, args.out).summary())
+        print(build_report(args.runs[0], args.plan, args.out).summary())
         return 0
     if args.out is None:
         raise InputError("--out", "--out", "several runs need an output folder",
                          "pass --out DIR (each tier goes to DIR/<tier>/)")
-    reports, tiers = build_tier_report(args.runs, plan, args.out)
+    reports, tiers = build_tier_report(args.runs, args.plan, args.out)
     for report in reports:
+        print(f"{report.tier}: {report.result.metadata['plan_used']}")
         if report.status.partial:
             print(f"NOTE: partial run ({report.tier}): {report.status.message}.")
     print(tiers.read_text(encoding="utf-8"))

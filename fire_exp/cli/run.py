@@ -1,8 +1,11 @@
 """``fire-exp run panel=NAME [overrides]``: verify or freeze, run, analyse, report.
 
 ``resume=RUN`` continues the run folder ``results/PANEL/RUN`` (same as ``run=RUN``, but
-refuses to start a new run when that folder does not exist). Ctrl-C or SIGTERM stops the
-attempts in flight, keeps every finished one, and prints the command that resumes.
+refuses to start a new run when that folder does not exist; both are Hydra config, see
+``configs/config.yaml``). Before anything is recorded the agent and environment are
+checked and every task's image is built or found (:func:`prepare_panel`). Ctrl-C or
+SIGTERM stops the attempts in flight, keeps every finished one, and prints the command
+that resumes.
 """
 
 from __future__ import annotations
@@ -18,7 +21,7 @@ from fire_exp.cli._hydra import hydra_main
 from fire_exp.cli.freeze import default_prereg_path
 from fire_exp.config import RunConfig
 from fire_exp.errors import InputError
-from fire_exp.runner.build import Panel, build_panel
+from fire_exp.runner.build import Panel, build_panel, prepare_panel
 from fire_exp.runner.panel import RunResult, run_panel
 from fire_exp.runner.prereg import verify_manifest, write_manifest
 
@@ -67,12 +70,13 @@ def _terminate(signum: int, frame: FrameType | None) -> None:
     raise KeyboardInterrupt  # SIGTERM stops a run as cleanly as Ctrl-C
 
 
-def _run(config: RunConfig, argv: list[str], resume: str | None) -> int:
+def _run(config: RunConfig, argv: list[str]) -> int:
     panel = build_panel(config)
     run_dir = Path(config.results_dir) / panel.name / config.run
-    if resume is not None and not run_dir.is_dir():
-        raise InputError(run_dir, "resume", f"no run {resume!r} of panel {panel.name!r}",
+    if config.resume is not None and not run_dir.is_dir():
+        raise InputError(run_dir, "resume", f"no run {config.resume!r} of panel {panel.name!r}",
                          "check resume=, panel= and results_dir=")
+    prepare_panel(panel)  # refuses before anything is recorded
     status = preregister(panel, run_dir)
     print(f"panel {panel.name}: {len(panel.schedule)} attempts "
           f"({len(panel.tasks)} tasks x {len(panel.arms)} arms x {config.panel.attempts}); "
@@ -96,13 +100,4 @@ def _run(config: RunConfig, argv: list[str], resume: str | None) -> int:
 
 
 def main(argv: list[str]) -> int:
-    resumes = [a.split("=", 1)[1] for a in argv if a.startswith("resume=")]
-    runs = [a.split("=", 1)[1] for a in argv if a.startswith("run=")]
-    resume = resumes[-1] if resumes and resumes[-1] not in ("", "null") else None
-    if resume is not None:
-        if runs and runs[-1] != resume:
-            print(f"fire-exp run: error: run={runs[-1]} and resume={resume} disagree; "
-                  "give one of them", file=sys.stderr)
-            return 2
-        argv = [*argv, f"run={resume}"]
-    return hydra_main("run", argv, lambda config: _run(config, argv, resume))
+    return hydra_main("run", argv, lambda config: _run(config, argv))

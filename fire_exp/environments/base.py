@@ -19,9 +19,11 @@ from __future__ import annotations
 
 import threading
 from abc import ABC, abstractmethod
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import TracebackType
+from typing import Any
 
 from fire_exp.errors import FireExpError
 from fire_exp.records import Cause
@@ -134,6 +136,24 @@ class Environment(ABC):
     @abstractmethod
     def stop(self) -> None:
         """Remove every process, container or file the attempt started. Never raises."""
+
+    @classmethod
+    def preflight(cls, **params: Any) -> None:
+        """Check, before a panel's first attempt, that this backend can run at all.
+
+        ``params`` are the environment config's parameters. Raises PreflightError.
+        """
+        return None  # a backend that needs nothing outside this process
+
+    @classmethod
+    def prepare(cls, tasks: Sequence[Task], *, report: Callable[[str], None],
+                **params: Any) -> None:
+        """Build or check what every attempt of ``tasks`` needs (images), before the first.
+
+        ``report`` receives one line of progress per task. Raises EnvironmentFailure
+        naming the task, so a broken task stops the run before anything is recorded.
+        """
+        report(f"environment {cls.name}: nothing to prepare for {len(tasks)} tasks")
 
     @classmethod
     def reap_orphans(cls) -> int:

@@ -28,6 +28,7 @@ import secrets
 import socket
 import threading
 import time
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -48,6 +49,7 @@ from fire_exp.environments.docker_session import (
 )
 from fire_exp.environments.images import BASE_IMAGE, LABEL, ensure_task_image, slug
 from fire_exp.environments.reward import read_reward_dir
+from fire_exp.errors import PreflightError
 from fire_exp.records import Cause
 from fire_exp.tasks.model import Task
 
@@ -73,6 +75,25 @@ def owner_labels() -> dict[str, str]:
     """Labels naming the process that owns a container (``fire-exp cleanup`` checks it)."""
     return {LABEL: "1", f"{LABEL}.owner-host": socket.gethostname(),
             f"{LABEL}.owner-pid": str(os.getpid())}
+
+
+def task_image(client: Any, task: Task, base_image: str, bootstrap_base: bool) -> str:
+    """The image ``task`` runs in: built from its Dockerfile (cached by content digest), or
+    its ``docker_image``, pulled if this engine lacks it. Raises EnvironmentFailure."""
+    image = task.environment.docker_image
+    if image is None:
+        return ensure_task_image(client, task, base_image, bootstrap_base=bootstrap_base)
+    import docker.errors
+
+    try:
+        client.images.get(image)
+    except docker.errors.ImageNotFound:
+        try:
+            client.images.pull(image)
+        except docker.errors.APIError as exc:
+            raise EnvironmentFailure(f"task {task.name}: image {image} is not on "
+                                     f"this engine and cannot be pulled: {exc}") from exc
+    return image
 
 
 class DockerEnvironment(Environment):
@@ -142,21 +163,7 @@ class DockerEnvironment(Environment):
             raise EnvironmentFailure("cancelled before the container started")
 
     def _resolve_image(self) -> str:
-        image = self.task.environment.docker_image
-        if image is None:
-            return ensure_task_image(self._client, self.task, self.base_image,
-                                     bootstrap_base=self.bootstrap_base)
-        import docker.errors
-
-        try:
-            self._client.images.get(image)
-        except docker.errors.ImageNotFound:
-            try:
-                self._client.images.pull(image)
-            except docker.errors.APIError as exc:
-                raise EnvironmentFailure(f"task {self.task.name}: image {image} is not on "
-                                         f"this engine and cannot be pulled: {exc}") from exc
-        return image
+        return task_image(self._client, self.task, self.base_image, self.bootstrap_base)
 
     def _create_container(self) -> Any:
         import docker.errors
@@ -294,6 +301,31 @@ class DockerEnvironment(Environment):
         bits, _ = self.container.get_archive(LOGS)
         extract_archive(bits, self.attempt_dir)
         self._logs_copied = True
+
+    @classmethod
+    def preflight(cls, **params: Any) -> None:
+        """The Docker engine must be reachable."""
+        try:
+            docker_client().close()
+        except EnvironmentFailure as exc:
+            raise PreflightError(f"environment=docker: {exc}",
+                                 "start the Docker engine, or run with environment=local") \
+                from exc
+
+    @classmethod
+    def prepare(cls, tasks: Sequence[Task], *, report: Callable[[str], None],
+                base_image: str = BASE_IMAGE, bootstrap_base: bool = True,
+                **params: Any) -> None:
+        """Build (or find cached) every task's image before the first attempt."""
+        client = docker_client()
+        try:
+            for i, task in enumerate(tasks, start=1):
+                t0 = time.monotonic()
+                image = task_image(client, task, base_image, bootstrap_base)
+                report(f"image [{i}/{len(tasks)}] {task.name}: {image} "
+                       f"({time.monotonic() - t0:.1f}s)")
+        finally:
+            client.close()
 
     @classmethod
     def reap_orphans(cls) -> int:

@@ -22,6 +22,7 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -70,6 +71,15 @@ def kill_marked(marker: str, wait_s: float = 5.0) -> list[int]:
     return killed
 
 
+def _check_preparable(task: Task) -> None:
+    """A task this backend cannot prepare: it needs an image and has no setup.sh."""
+    if task.setup_script is None and ((task.environment_dir / "Dockerfile").is_file()
+                                      or task.environment.docker_image):
+        raise EnvironmentFailure(
+            f"task {task.name}: no environment/setup.sh, so the local environment "
+            "cannot prepare it; use environment=docker")
+
+
 class LocalEnvironment(Environment):
     """A working folder and process sessions on this machine (not a sandbox)."""
 
@@ -111,14 +121,18 @@ class LocalEnvironment(Environment):
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, cwd=p.workdir,
             env=self.env(), start_new_session=True)
 
+    @classmethod
+    def prepare(cls, tasks: Sequence[Task], *, report: Callable[[str], None],
+                **params: Any) -> None:
+        """Check every task can be prepared here (no image to build on this backend)."""
+        for task in tasks:
+            _check_preparable(task)
+        report(f"environment local: {len(tasks)} tasks can be prepared on this machine")
+
     def _run_setup(self) -> None:
+        _check_preparable(self.task)
         setup = self.task.setup_script
         if setup is None:
-            if (self.task.environment_dir / "Dockerfile").is_file() or \
-                    self.task.environment.docker_image:
-                raise EnvironmentFailure(
-                    f"task {self.task.name}: no environment/setup.sh, so the local environment "
-                    "cannot prepare it; use environment=docker")
             return
         log = Path(self.paths.logs) / "setup.log"
         try:

@@ -1,6 +1,14 @@
 """Policies: the policy model, the runtime, portfolios, arms, freezing and routing."""
 
-from fire_exp.policies.arms import ARMS, ArmPolicies, ShamFamily, build_arm, generic_text
+from fire_exp.policies.arms import (
+    ARM_REGISTRY,
+    ARMS,
+    Arm,
+    ArmPolicies,
+    ShamFamily,
+    build_arm,
+    generic_text,
+)
 from fire_exp.policies.loader import Portfolio, load_portfolio, resolve_portfolio, sha256_file
 from fire_exp.policies.model import (
     ALLOW,
@@ -17,10 +25,13 @@ from fire_exp.policies.model import (
     rule,
 )
 from fire_exp.policies.runtime import LogEntry, PolicyRuntime
+from fire_exp.policies.trajectory import Walk, replay
 
 __all__ = [
     "ALLOW",
     "ARMS",
+    "ARM_REGISTRY",
+    "Arm",
     "EVENT_NAMES",
     "ArmPolicies",
     "Coding",
@@ -33,12 +44,14 @@ __all__ = [
     "Rule",
     "ShamFamily",
     "Step",
+    "Walk",
     "allow",
     "build_arm",
     "deny",
     "generic_text",
     "instruct",
     "load_portfolio",
+    "replay",
     "resolve_portfolio",
     "rule",
     "sha256_file",

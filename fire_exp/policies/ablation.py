@@ -1,10 +1,10 @@
 """Leave-one-family-out arms, derived from the real portfolio like the sham.
 
-The arm ``without_F`` runs the real portfolio with family F silenced: F stays eligible and
+The arm ``real-minus-F`` runs the real portfolio with family F silenced: F stays eligible and
 keeps tracking its state (so the arm sees the same events), but its rules never fire. Every
 other family is the real one. The funnel is coded by the portfolio's extractors in every arm,
 F's included. ``panel.ablation=true`` adds one such arm per family of the portfolio; naming
-``without_F`` in ``panel.arms`` adds just that one. The arm's families come from the same
+``real-minus-F`` in ``panel.arms`` adds just that one. The arm's families come from the same
 hashed sources as ``real``, so the preregistration freezes it, and the schedule randomizes it
 like every other arm.
 """
@@ -19,20 +19,20 @@ from fire_exp.policies.model import Coding, Event, Family, Rule, State, Step
 __all__ = ["ABLATION_PREFIX", "SilencedFamily", "ablated_family", "ablation_arm_families",
            "ablation_arms", "is_ablation_arm"]
 
-ABLATION_PREFIX = "without_"
+ABLATION_PREFIX = "real-minus-"
 
 
 def is_ablation_arm(arm: str) -> bool:
     """Whether ``arm`` names a leave-one-family-out arm.
 
-    >>> is_ablation_arm("without_service_persistence"), is_ablation_arm("real")
+    >>> is_ablation_arm("real-minus-service_persistence"), is_ablation_arm("real")
     (True, False)
     """
     return arm.startswith(ABLATION_PREFIX) and len(arm) > len(ABLATION_PREFIX)
 
 
 def ablated_family(arm: str) -> str:
-    """The family an ablation arm leaves out: ``without_F`` -> ``F``."""
+    """The family an ablation arm leaves out: ``real-minus-F`` -> ``F``."""
     if not is_ablation_arm(arm):
         raise ValueError(f"{arm!r} is not an ablation arm ({ABLATION_PREFIX}FAMILY)")
     return arm[len(ABLATION_PREFIX):]
@@ -61,7 +61,7 @@ class SilencedFamily(Family):
 
 def ablation_arm_families(arm: str, families: Sequence[Family],
                           where: str = "panel.arms") -> tuple[Family, ...]:
-    """The families of ``without_F``: the real ones, with F silenced.
+    """The families of ``real-minus-F``: the real ones, with F silenced.
 
     Raises:
         InputError: F is not a family of the portfolio (the message lists them).
@@ -76,13 +76,13 @@ def ablation_arm_families(arm: str, families: Sequence[Family],
 
 def ablation_arms(arms: Sequence[str], families: Sequence[Family], ablation: bool,
                   ) -> tuple[str, ...]:
-    """The panel's arms: as configured, plus ``without_F`` for every family when
+    """The panel's arms: as configured, plus ``real-minus-F`` for every family when
     ``ablation`` is set (in portfolio order, after the configured arms; no duplicates).
 
     >>> class F(Family):
     ...     def __init__(self, name): self.name = name
     >>> ablation_arms(["real", "sham"], [F("a"), F("b")], True)
-    ('real', 'sham', 'without_a', 'without_b')
+    ('real', 'sham', 'real-minus-a', 'real-minus-b')
     """
     extra = [f"{ABLATION_PREFIX}{f.name}" for f in families] if ablation else []
     return tuple(dict.fromkeys([*arms, *extra]))

@@ -23,7 +23,6 @@ from collections import Counter
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -70,10 +69,6 @@ def locked_session(state_dir: Path, session_id: str) -> Iterator[SessionState]:
             tmp.replace(path)
         finally:
             fcntl.flock(lock, fcntl.LOCK_UN)
-
-
-def now_iso() -> str:
-    return datetime.now(UTC).isoformat(timespec="milliseconds")
 
 
 def append_activity(state_dir: Path, entries: list[dict[str, Any]]) -> None:

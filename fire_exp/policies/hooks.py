@@ -28,7 +28,6 @@ import json
 import re
 import shlex
 import time
-from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -36,15 +35,11 @@ from typing import Any, Literal
 
 from fire_exp.errors import InputError
 from fire_exp.policies.arms import build_arm
-from fire_exp.policies.hook_store import (
-    SessionState,
-    append_activity,
-    locked_session,
-    now_iso,
-)
+from fire_exp.policies.hook_store import SessionState, append_activity, locked_session
 from fire_exp.policies.loader import Portfolio, load_portfolio, sha256_file
 from fire_exp.policies.model import Decision, Event, EventName, Family
-from fire_exp.policies.runtime import PolicyRuntime
+from fire_exp.policies.runtime import MAX_STOP_ROUNDS, PolicyRuntime, RuntimeMemory
+from fire_exp.records import now_iso
 
 CLIS = ("claude-code", "codex")
 Cli = Literal["claude-code", "codex"]
@@ -53,7 +48,6 @@ HOOK_EVENTS: dict[str, EventName] = {"SessionStart": "SessionStart",
                                      "PreToolUse": "PreToolUse", "PostToolUse": "PostToolUse",
                                      "Stop": "Stop"}
 SHELL_TOOLS = frozenset({"Bash", "bash", "shell", "local_shell", "exec_command"})
-MAX_STOP_ROUNDS = 8  # as AgentSession's backstop against a stop rule without a limit
 _KEPT = 4000
 _EXIT_LINE = re.compile(r"^Exit code: (-?\d+)", re.M)
 
@@ -234,15 +228,11 @@ class HookBridge:
     def _dispatch(self, event: Event, state: SessionState
                   ) -> tuple[Decision, list[dict[str, Any]]]:
         runtime = PolicyRuntime(self.families, state.task_text or event.task_text)
-        for family in runtime.active:
-            runtime.states[family.name] = state.states.get(family.name, {})
-        runtime.nudges = Counter(state.nudges)
-        runtime.counts = Counter(state.counts)
-        runtime.events = state.events
+        runtime.restore(RuntimeMemory(state.states, state.nudges, state.counts, state.events))
         decision = runtime.handle(event)
-        state.states = state.states | runtime.states
-        state.nudges, state.counts = dict(runtime.nudges), dict(runtime.counts)
-        state.events = runtime.events
+        memory = runtime.snapshot()
+        state.states = state.states | memory.states
+        state.nudges, state.counts, state.events = memory.nudges, memory.counts, memory.events
         entries = [{"kind": "policy", "policyName": f"{e.family}.{e.rule}",
                     "decision": e.decision, "reason": e.text, "durationMs": e.duration_ms,
                     "seq": e.seq, "step": e.step, "runtimeEvent": e.event}

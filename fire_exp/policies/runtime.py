@@ -5,16 +5,24 @@ runs first; then the action rules in order. The first ``deny`` ends evaluation;
 ``instruct`` texts accumulate and are delivered together. A rule that raises counts as
 ``allow`` (fail-open) and is logged. Each rule has a nudge limit per attempt. Every
 non-allow decision and every error is written to the activity log.
+
+Where the policies run one event per process (the hook bridge), the runtime's memory is
+carried between calls with :meth:`PolicyRuntime.snapshot` and :meth:`~PolicyRuntime.restore`;
+where they ran elsewhere (a CLI's hooks), :meth:`~PolicyRuntime.ingest` takes in what they did.
 """
 
 from __future__ import annotations
 
 import time
 from collections import Counter
-from collections.abc import Sequence
-from dataclasses import asdict, dataclass
+from collections.abc import Mapping, Sequence
+from dataclasses import asdict, dataclass, field
 
 from fire_exp.policies.model import ALLOW, Decision, Event, Family, State
+
+# How many Stop nudges in a row an agent receives before it may stop anyway: a backstop
+# against a stop rule without a nudge limit (the session and the hook bridge both apply it).
+MAX_STOP_ROUNDS = 8
 
 
 @dataclass(frozen=True)
@@ -32,6 +40,23 @@ class LogEntry:
 
     def to_dict(self) -> dict[str, object]:
         return asdict(self)
+
+
+@dataclass
+class RuntimeMemory:
+    """What a runtime remembers between events (JSON-serialisable).
+
+    Attributes:
+        states: each active family's tracked state.
+        nudges: non-allow decisions per rule key (for the nudge limits).
+        counts: events seen, by name.
+        events: events seen in all.
+    """
+
+    states: dict[str, State] = field(default_factory=dict)
+    nudges: dict[str, int] = field(default_factory=dict)
+    counts: dict[str, int] = field(default_factory=dict)
+    events: int = 0
 
 
 class PolicyRuntime:
@@ -60,6 +85,29 @@ class PolicyRuntime:
 
     def fired_families(self) -> set[str]:
         return {e.family for e in self.log if e.decision in ("instruct", "deny")}
+
+    def snapshot(self) -> RuntimeMemory:
+        """The runtime's memory now (the active families' states are shared, not copied)."""
+        return RuntimeMemory(states=dict(self.states), nudges=dict(self.nudges),
+                             counts=dict(self.counts), events=self.events)
+
+    def restore(self, memory: RuntimeMemory) -> None:
+        """Continue from ``memory`` (a snapshot of a runtime of the same arm and task).
+
+        Families that are not active on this task keep no state.
+        """
+        for family in self.active:
+            self.states[family.name] = memory.states.get(family.name, {})
+        self.nudges = Counter(memory.nudges)
+        self.counts = Counter(memory.counts)
+        self.events = memory.events
+
+    def ingest(self, *, events: int, counts: Mapping[str, int],
+               log: Sequence[LogEntry]) -> None:
+        """Add what the arm's policies did outside this runtime (a CLI's hooks)."""
+        self.events += events
+        self.counts.update(counts)
+        self.log.extend(log)
 
     def handle(self, event: Event) -> Decision:
         """Run every eligible family on ``event``; return the combined decision."""

@@ -1,5 +1,6 @@
-"""The report's view of the leave-one-family-out arms: each family's contribution, as a table
-(``ablation.{tex,md,csv}``) and a figure (``fig_ablation.{png,pdf}``)."""
+"""The report's view of the leave-one-family-out arms (``AnalysisResult.ablation``): each
+family's contribution, as a table (``ablation.{tex,md,csv}``) and a figure
+(``fig_ablation.{png,pdf}``)."""
 
 from __future__ import annotations
 
@@ -11,9 +12,6 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import pandas as pd  # noqa: E402
 
-from fire_exp.analysis.ablation import ablation_contrasts  # noqa: E402
-from fire_exp.analysis.load import LoadedAttempts  # noqa: E402
-from fire_exp.analysis.plan import AnalysisPlan  # noqa: E402
 from fire_exp.report.render import (  # noqa: E402
     ReportTable,
     fmt_ci,
@@ -23,7 +21,7 @@ from fire_exp.report.render import (  # noqa: E402
     fmt_pct,
 )
 
-__all__ = ["ablation_figure", "ablation_report", "ablation_table"]
+__all__ = ["ablation_figure", "ablation_table"]
 
 
 def ablation_table(frame: pd.DataFrame) -> ReportTable:
@@ -45,7 +43,10 @@ def ablation_table(frame: pd.DataFrame) -> ReportTable:
 
 
 def ablation_figure(frame: pd.DataFrame, out: Path) -> list[Path]:
-    """Each family's contribution with its interval, largest on top (``out``.png/.pdf)."""
+    """Each family's contribution with its interval, largest on top (``out``.png/.pdf);
+    nothing when no family has an estimate."""
+    if frame.empty or not frame["estimate_pp"].notna().any():
+        return []
     shown = frame[frame["estimate_pp"].notna()].sort_values("estimate_pp")
     height = 1.0 + 0.35 * max(1, len(shown))
     with plt.rc_context({"font.size": 9, "axes.spines.top": False,
@@ -67,15 +68,3 @@ def ablation_figure(frame: pd.DataFrame, out: Path) -> list[Path]:
             fig.savefig(path, dpi=200)
         plt.close(fig)
     return paths
-
-
-def ablation_report(loaded: LoadedAttempts, plan: AnalysisPlan, out: Path,
-                    ) -> tuple[list[ReportTable], list[Path]]:
-    """The ablation table and figure when the attempts hold ``without_F`` arms, else none."""
-    frame = ablation_contrasts(loaded, plan)
-    if frame.empty:
-        return [], []
-    out.mkdir(parents=True, exist_ok=True)
-    figures = ablation_figure(frame, out / "fig_ablation") \
-        if frame["estimate_pp"].notna().any() else []
-    return [ablation_table(frame)], figures

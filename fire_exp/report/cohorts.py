@@ -2,23 +2,23 @@
 
 from __future__ import annotations
 
+from fire_exp.analysis import AnalysisResult
 from fire_exp.report.render import ReportTable, fmt_ci, fmt_num, fmt_p
-from fire_exp.report.tables import ReportInputs, arm_label, contrast_label
-from fire_exp.stats import aggregate_tasks
+from fire_exp.report.tables import arm_label, contrast_label
 
 __all__ = ["interaction_table", "tasks_table"]
 
 
-def interaction_table(inp: ReportInputs) -> ReportTable:
+def interaction_table(result: AnalysisResult) -> ReportTable:
     """The plan's interaction: the contrast in each cohort and their difference."""
-    it = inp.result.interaction
-    spec = inp.plan.interaction
+    it = result.interaction
+    spec = result.plan.interaction
     if it.empty or spec is None:
         return ReportTable("interaction", "Cohort interaction", ("contrast", "note"),
                            (("–", "no interaction in the plan or a cohort lacks data"),),
                            it, align="ll")
     first, second = spec.cohorts
-    c = inp.result.contrasts
+    c = result.contrasts
     r = it.iloc[0]
 
     def est(cohort: str) -> str:
@@ -38,18 +38,16 @@ def interaction_table(inp: ReportInputs) -> ReportTable:
                f"{int(r['p_resamples']):,} permutations).",))
 
 
-def tasks_table(inp: ReportInputs) -> ReportTable:
+def tasks_table(result: AnalysisResult) -> ReportTable:
     """Every task under every arm: successes of attempts, and the task's total cost."""
-    att = inp.loaded.attempts
-    agg = aggregate_tasks(att, by=("cohort", "task", "arm"))
-    arms = inp.arms
-    order = [c for c in inp.plan.cohorts if c in set(agg["cohort"])]
-    order += sorted(set(agg["cohort"]) - set(order))
-    agg = agg.assign(cell=agg["successes"].astype(int).astype(str) + "/"
-                     + agg["attempts"].astype(int).astype(str))
-    cells = agg.pivot(index=["cohort", "task"], columns="arm", values="cell").reindex(
+    data, arms = result.tasks, list(result.arms)
+    order = [c for c in result.plan.cohorts if c in set(data["cohort"])]
+    order += sorted(set(data["cohort"]) - set(order))
+    cells = data.assign(cell=data["successes"].astype(int).astype(str) + "/"
+                        + data["attempts"].astype(int).astype(str)).pivot(
+        index=["cohort", "task"], columns="arm", values="cell").reindex(
         columns=arms).fillna("–")
-    cost = agg.groupby(["cohort", "task"])["cost_usd"].sum()
+    cost = data.groupby(["cohort", "task"])["cost_usd"].sum()
     rows, rules = [], []
     for cohort in order:
         part = cells.loc[cohort].sort_index()
@@ -57,8 +55,6 @@ def tasks_table(inp: ReportInputs) -> ReportTable:
         rows += [(task, cohort, *vals, fmt_num(spent[task], 2))
                  for task, vals in zip(part.index, part.itertuples(index=False), strict=True)]
         rules.append(len(rows) - 1)
-    data = agg[["cohort", "task", "arm", "attempts", "successes", "pass_rate", "cost_usd",
-                "agent_seconds"]].reset_index(drop=True)
     return ReportTable("tasks", "Every task under every arm (FIRE Table 8)",
                        ("task", "cohort", *[arm_label(a) for a in arms], "cost $"),
                        tuple(rows), data, align="ll" + "r" * (len(arms) + 1),

@@ -19,7 +19,10 @@ import matplotlib.pyplot as plt  # noqa: E402
 import pandas as pd  # noqa: E402
 from matplotlib.figure import Figure  # noqa: E402
 
-ARM_ORDER = ["real", "sham", "always_verify", "reconsider", "baseline"]
+from fire_exp.analysis import arms_in_order  # noqa: E402
+
+__all__ = ["ARM_LABELS", "arm_style", "arms_in_order", "pass_rate_figure", "save", "styled"]
+
 ARM_LABELS = {"real": "real policy", "sham": "triggered sham", "always_verify": "always verify",
               "reconsider": "reconsider", "baseline": "baseline"}
 # Okabe–Ito colours: distinguishable in colour-blind vision and in greyscale print.
@@ -31,12 +34,6 @@ _EXTRA = [("P", "#E69F00"), ("X", "#56B4E9"), ("*", "#F0E442"), ("h", "#999999")
 
 STYLE: dict[str, Any] = {"font.size": 9, "axes.titlesize": 10, "axes.labelsize": 9, "legend.fontsize": 8,
          "axes.spines.top": False, "axes.spines.right": False, "savefig.dpi": 200}
-
-
-def arms_in_order(arms: list[str]) -> list[str]:
-    """The paper's arm order, then any other arm alphabetically."""
-    known = [a for a in ARM_ORDER if a in arms]
-    return known + sorted(a for a in arms if a not in known)
 
 
 def styled() -> contextlib.AbstractContextManager[None]:

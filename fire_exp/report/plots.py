@@ -84,22 +84,28 @@ def pass_k_figure(pass_k: pd.DataFrame, out: Path, cohort: str) -> list[Path]:
         return save(fig, out)
 
 
-def heatmap_figure(attempts: pd.DataFrame, out: Path, cohorts: list[str]) -> list[Path]:
-    """Per-task success under each arm: rows tasks (grouped by cohort), columns arms."""
-    agg = attempts.groupby(["cohort", "task", "arm"], sort=True)["passed"].agg(["sum",
-                                                                              "count"])
-    arms = arms_in_order(list(attempts["arm"].unique()))
-    order = [c for c in cohorts if c in set(attempts["cohort"])]
-    order += sorted(set(attempts["cohort"]) - set(order))
-    index = [(c, t) for c in order for t in sorted(set(attempts.loc[
-        attempts["cohort"] == c, "task"]))]
+def heatmap_figure(tasks: pd.DataFrame, out: Path, cohorts: list[str]) -> list[Path]:
+    """Per-task success under each arm: rows tasks (grouped by cohort), columns arms.
+
+    Args:
+        tasks: the analysis' ``tasks`` table (cohort, task, arm, attempts, successes).
+        out: path without suffix.
+        cohorts: the plan's cohorts, in the order the row blocks are drawn.
+    """
+    agg = tasks.set_index(["cohort", "task", "arm"])[["successes", "attempts"]]
+    arms = arms_in_order(list(tasks["arm"].unique()))
+    order = [c for c in cohorts if c in set(tasks["cohort"])]
+    order += sorted(set(tasks["cohort"]) - set(order))
+    index = [(c, t) for c in order for t in sorted(set(tasks.loc[tasks["cohort"] == c,
+                                                                    "task"]))]
     if len(index) > _HEATMAP_LABELS:
         # Unlabelled rows: sort by mean success within each cohort so structure shows.
-        mean = attempts.groupby(["cohort", "task"])["passed"].mean()
+        sums = agg.groupby(["cohort", "task"]).sum()
+        mean = sums["successes"] / sums["attempts"]
         index = sorted(index, key=lambda ct: (order.index(ct[0]), -mean[ct], ct[1]))
-    succ = agg["sum"].unstack("arm").reindex(index=pd.MultiIndex.from_tuples(index),
-                                             columns=arms)
-    cnt = agg["count"].unstack("arm").reindex(index=succ.index, columns=arms)
+    succ = agg["successes"].unstack("arm").reindex(index=pd.MultiIndex.from_tuples(index),
+                                                   columns=arms)
+    cnt = agg["attempts"].unstack("arm").reindex(index=succ.index, columns=arms)
     rate = (succ / cnt).to_numpy(dtype=float)
     n_tasks = len(index)
     height = min(9.0, max(3.2, 1.4 + 0.18 * n_tasks)) if n_tasks <= _HEATMAP_LABELS else 6.0

@@ -1,12 +1,15 @@
-"""A report table and its three renderings: ``.csv`` (numbers), ``.md`` and ``.tex``.
+"""The one formatter: numbers as text, data tables, and paper tables in three formats.
 
-A ``ReportTable`` holds the formatted cells a reader sees and, separately, the numbers
-behind them at full precision (``data``), so the CSV can be checked against the analysis
-while the Markdown and LaTeX stay readable.
+``write_tables`` writes every table of an ``AnalysisResult`` as ``NAME.csv`` (full
+precision) and ``NAME.md`` (``markdown_table``: 4 decimals) plus ``metadata.json`` and
+``notes.md``; that is ``fire-exp analyze``'s output and the report's ``data/`` folder. A
+``ReportTable`` holds the formatted cells of a paper table and, separately, the numbers
+behind them at full precision (``data``), written as ``.csv``, ``.md`` and ``.tex``.
 """
 
 from __future__ import annotations
 
+import json
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -15,9 +18,11 @@ from pathlib import Path
 
 import pandas as pd
 
+from fire_exp.analysis import AnalysisResult
 from fire_exp.report.latex import tabular
 
-__all__ = ["ReportTable", "fmt_ci", "fmt_int", "fmt_num", "fmt_p", "fmt_pct", "write_table"]
+__all__ = ["ReportTable", "fmt_ci", "fmt_int", "fmt_num", "fmt_p", "fmt_pct", "markdown_table",
+           "summary_markdown", "write_table", "write_tables"]
 
 
 @dataclass(frozen=True)
@@ -148,3 +153,70 @@ def fmt_p(p: object) -> str:
         return "<0.001"
     # Half up, as papers print exact p-values (0.0625 → 0.063), not Python's half-even.
     return str(Decimal(repr(value)).quantize(Decimal("0.001"), rounding=ROUND_HALF_UP))
+
+
+def _fmt(value: object) -> str:
+    if isinstance(value, float):
+        if math.isnan(value):
+            return ""
+        return f"{value:.4g}" if abs(value) < 1e-3 and value != 0 else f"{value:.4f}".rstrip(
+            "0").rstrip(".")
+    return str(value).replace("|", "\\|")
+
+
+def markdown_table(frame: pd.DataFrame) -> str:
+    """A GitHub Markdown table of ``frame`` (floats to 4 decimals, NaN blank).
+
+    >>> print(markdown_table(pd.DataFrame({"arm": ["real"], "p": [0.0625]})))
+    | arm | p |
+    | --- | --- |
+    | real | 0.0625 |
+    """
+    if frame.empty:
+        return "_(empty)_"
+    head = "| " + " | ".join(map(str, frame.columns)) + " |"
+    rule = "| " + " | ".join("---" for _ in frame.columns) + " |"
+    body = ["| " + " | ".join(_fmt(v) for v in row) + " |"
+            for row in frame.itertuples(index=False, name=None)]
+    return "\n".join([head, rule, *body])
+
+
+def write_tables(result: AnalysisResult, out_dir: Path | str) -> list[Path]:
+    """Write every table as ``NAME.csv`` and ``NAME.md``, plus metadata.json and notes.md.
+
+    CSVs use full float precision (repr), so the same analysis gives bit-identical files.
+    """
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    written = []
+    for name, frame in result.tables().items():
+        csv_path, md_path = out / f"{name}.csv", out / f"{name}.md"
+        frame.to_csv(csv_path, index=False, lineterminator="\n")
+        md_path.write_text(f"# {name}\n\n{markdown_table(frame)}\n", encoding="utf-8")
+        written += [csv_path, md_path]
+    meta = {**result.metadata, "notes": list(result.notes)}
+    (out / "metadata.json").write_text(json.dumps(meta, indent=2, sort_keys=True) + "\n",
+                                       encoding="utf-8")
+    notes = "".join(f"- {n}\n" for n in result.notes) or "- none\n"
+    (out / "notes.md").write_text(f"# notes\n\n{notes}", encoding="utf-8")
+    return [*written, out / "metadata.json", out / "notes.md"]
+
+
+def summary_markdown(result: AnalysisResult) -> str:
+    """Short Markdown summary: per-arm pass rates by cohort and the contrasts."""
+    parts = [f"## Analysis ({result.metadata.get('plan')}, seed {result.metadata.get('seed')})"]
+    pr = result.pass_rates
+    if not pr.empty:
+        wide = pr.pivot(index="arm", columns="cohort", values="pass_rate_pct")
+        parts += ["### Pass rate (%) per arm", markdown_table(wide.reset_index())]
+    c = result.contrasts
+    if not c.empty:
+        show = c[["contrast", "cohort", "role", "n_tasks", "estimate_pp", "ci_low_pp",
+                  "ci_high_pp", "p_value", "p_method", "p_holm"]]
+        parts += ["### Contrasts (points; 95 % percentile CI; sign-flip p)", markdown_table(show)]
+    if not result.interaction.empty:
+        parts += ["### Interaction", markdown_table(result.interaction[
+            ["contrast", "cohort", "estimate_pp", "ci_low_pp", "ci_high_pp", "p_value"]])]
+    if result.notes:
+        parts += ["### Notes", "\n".join(f"- {n}" for n in result.notes)]
+    return "\n\n".join(parts) + "\n"

@@ -1,61 +1,45 @@
 """FIRE Table 5 across runs: the suite metrics of each agent tier (one run per tier).
 
 ``fire-exp report RUN1 RUN2 … --out DIR`` reports each run into ``DIR/<tier>/`` and puts
-their suite tables side by side in ``DIR/tiers.{tex,md,csv}``: per tier and arm, pass@1,
-Δ against the reference arm with interval and p, pass@2, pass^2, improved/regressed
-tasks, tasks fired, total cost and its change against the reference arm.
+their suite tables side by side in ``DIR/tiers.{tex,md,csv}`` (``compare_tiers``'s data):
+per tier and arm, pass@1, Δ against the reference arm with interval and p, pass@2,
+pass^2, improved/regressed tasks, tasks fired, total cost and its change against the
+reference arm.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-
-import numpy as np
 import pandas as pd
 
-from fire_exp.records import ReadResult
 from fire_exp.report.render import ReportTable, fmt_ci, fmt_num, fmt_p
 from fire_exp.report.tables import arm_label
 
-__all__ = ["tier_label", "tiers_table"]
-
-
-def tier_label(read: ReadResult | None, fallback: str) -> str:
-    """The run's agent tier when all its records name the same one, else ``fallback``."""
-    tiers = {r.tier for r in read.finished} if read else set()
-    return str(next(iter(tiers))) if len(tiers) == 1 and None not in tiers else fallback
+__all__ = ["tiers_table"]
 
 
 def _cell(value: object, fmt: str) -> str:
     return "–" if pd.isna(value) else fmt.format(value)
 
 
-def tiers_table(suites: Sequence[tuple[str, ReportTable]], reference: str) -> ReportTable:
-    """Per tier and arm, the suite metrics of each run (``suites``: (tier, suite table))."""
-    frames, rows, rules = [], [], []
-    for tier, suite in suites:
-        data = suite.data.assign(tier=tier)
-        ref = data.loc[data["arm"] == reference, "total_cost_usd"]
-        base = float(ref.iloc[0]) if len(ref) else np.nan
-        data["cost_change_pct"] = 100 * (data["total_cost_usd"] / base - 1) if base else np.nan
-        frames.append(data)
-        for r in data.to_dict("records"):
-            planned = "" if r["delta_planned"] else "*"
-            rows.append((tier, arm_label(r["arm"]), fmt_num(r["pass_at_1_pct"]),
-                         "–" if pd.isna(r["delta_pp"]) else
-                         f"{fmt_num(r['delta_pp'])}{planned} "
-                         f"{fmt_ci(r['delta_ci_low_pp'], r['delta_ci_high_pp'])}",
-                         fmt_p(r["delta_p"]), fmt_num(r["pass_at_2_pct"]),
-                         fmt_num(r["pass_hat_2_pct"]),
-                         "–" if pd.isna(r["improved"]) else
-                         f"{int(r['improved'])}/{int(r['regressed'])}",
-                         f"{r['tasks_fired']}/{r['n_tasks']}", fmt_num(r["total_cost_usd"], 2),
-                         "–" if r["arm"] == reference else _cell(r["cost_change_pct"],
-                                                                  "{:+.1f}")))
-        rules.append(len(rows) - 1)
-    data = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
-    if len(data):
-        data = data[["tier", *[c for c in data.columns if c != "tier"]]]
+def tiers_table(data: pd.DataFrame, reference: str) -> ReportTable:
+    """Per tier and arm, the suite metrics of each run (``data``: ``compare_tiers``)."""
+    rows, rules = [], []
+    records = data.to_dict("records")
+    for i, r in enumerate(records):
+        planned = "" if r["delta_planned"] else "*"
+        rows.append((r["tier"], arm_label(r["arm"]), fmt_num(r["pass_at_1_pct"]),
+                     "–" if pd.isna(r["delta_pp"]) else
+                     f"{fmt_num(r['delta_pp'])}{planned} "
+                     f"{fmt_ci(r['delta_ci_low_pp'], r['delta_ci_high_pp'])}",
+                     fmt_p(r["delta_p"]), fmt_num(r["pass_at_2_pct"]),
+                     fmt_num(r["pass_hat_2_pct"]),
+                     "–" if pd.isna(r["improved"]) else
+                     f"{int(r['improved'])}/{int(r['regressed'])}",
+                     f"{r['tasks_fired']}/{r['n_tasks']}", fmt_num(r["total_cost_usd"], 2),
+                     "–" if r["arm"] == reference else _cell(r["cost_change_pct"],
+                                                              "{:+.1f}")))
+        if i + 1 == len(records) or records[i + 1]["tier"] != r["tier"]:
+            rules.append(i)
     return ReportTable(
         "tiers", "Suite metrics per tier and arm (FIRE Table 5)",
         ("tier", "arm", "pass@1 %", f"Δ vs {reference}", "p", "pass@2 %", "pass^2 %",

@@ -1,8 +1,16 @@
 """Runner: the schedule, attempts, the attempt store, executors, resume, replacement."""
 
 from fire_exp.runner.attempt import AttemptSpec, code_funnel, run_attempt
-from fire_exp.runner.build import Panel, build_panel
-from fire_exp.runner.executors import AttemptJob, Executor, LocalExecutor, execute
+from fire_exp.runner.build import Panel, build_panel, prepare_panel
+from fire_exp.runner.executors import LocalExecutor
+from fire_exp.runner.jobs import (
+    AttemptJob,
+    Executor,
+    build_attempt,
+    execute,
+    finish_record,
+    harness_failure,
+)
 from fire_exp.runner.panel import RunResult, run_panel
 from fire_exp.runner.progress import PlainProgress, RichProgress, make_progress
 from fire_exp.runner.replacement import ReplacementRule, owed_attempts
@@ -24,13 +32,17 @@ __all__ = [
     "ScheduledAttempt",
     "Validity",
     "attempt_seed",
+    "build_attempt",
     "build_panel",
     "build_schedule",
     "check_attempt",
     "code_funnel",
     "execute",
+    "finish_record",
+    "harness_failure",
     "make_progress",
     "owed_attempts",
+    "prepare_panel",
     "run_attempt",
     "run_panel",
 ]

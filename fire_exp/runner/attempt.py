@@ -3,7 +3,8 @@
 ``run_attempt`` takes objects, not config: a task, an environment, an agent, the arm's
 families and the coding portfolio. It writes only into the attempt's own log folder and
 returns an :class:`AttemptRecord`; it never raises for a failure of the attempt (the
-failure is the record's ``cause``).
+failure is the record's ``cause``). The record's run-level fields (log folder, lineage)
+are filled in by the runner when it writes it (:func:`fire_exp.runner.jobs.finish_record`).
 """
 
 from __future__ import annotations
@@ -13,17 +14,26 @@ import time
 import traceback
 from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import UTC, datetime
 from pathlib import Path
 
 import numpy as np
 
 from fire_exp.agents.base import Agent, AgentOutcome, ProviderError
-from fire_exp.agents.session import AgentSession, AgentTimeout
+from fire_exp.agents.session import AgentSession, AgentTimeout, AttemptContext
 from fire_exp.environments.base import Environment, EnvironmentFailure, VerifierResult
+from fire_exp.policies.arms import ARM_REGISTRY
 from fire_exp.policies.model import Family, Step
 from fire_exp.policies.runtime import PolicyRuntime
-from fire_exp.records import AttemptRecord, Cause, FamilyFunnel, Funnel, Timings, Usage
+from fire_exp.records import (
+    NO_VERIFIER_CAUSES,
+    AttemptRecord,
+    Cause,
+    FamilyFunnel,
+    Funnel,
+    Timings,
+    Usage,
+    now_iso,
+)
 from fire_exp.runner.validity import check_attempt
 
 
@@ -41,42 +51,56 @@ class AttemptSpec:
     order: int
     seed: int
     config_hash: str = ""
+    portfolio: str | None = None  # the real portfolio's folder (agents running hooks need it)
+    controls: str | None = None  # the control sources' folder
 
-
-# The agent phase never gave the model a fair attempt: nothing to verify.
-_NO_VERIFIER = (Cause.ENVIRONMENT_FAILED, Cause.HARNESS_FAILED, Cause.PROVIDER_FAILED)
+    def context(self) -> AttemptContext:
+        """What the agent is told about this attempt."""
+        return AttemptContext(attempt_id=self.attempt_id, arm=self.arm,
+                              policy_arm=ARM_REGISTRY.get(self.arm).policy_arm,
+                              portfolio=self.portfolio, controls=self.controls)
 
 
 class _Cancelled(Exception):
     """The run was interrupted before this attempt's environment started."""
 
 
-def now_iso() -> str:
-    return datetime.now(UTC).isoformat(timespec="milliseconds")
+@dataclass(frozen=True)
+class CodedFunnel:
+    """The funnel of one attempt, as the coding portfolio's extractors saw it."""
+
+    funnel: Funnel
+    per_family: list[FamilyFunnel]
+    errors: dict[str, str]  # family -> the error its eligibility or extractor raised
 
 
 def code_funnel(trajectory: Sequence[Step], task_text: str, coding: Sequence[Family],
-                runtime: PolicyRuntime, passed: bool, policy_arm: bool
-                ) -> tuple[Funnel, list[FamilyFunnel]]:
-    """Apply the coding portfolio's extractors to the command log (identically in every arm)."""
+                runtime: PolicyRuntime, passed: bool, policy_arm: bool) -> CodedFunnel:
+    """Apply the coding portfolio's extractors to the command log (identically in every arm).
+
+    A family whose eligibility or extractor raises stays in the funnel, uncoded (state and
+    behavior None), and its error is returned, so the record shows it.
+    """
     fired_families = runtime.fired_families()
-    per_family = []
+    per_family, errors = [], {}
     for family in coding:
+        state = behavior = None
         try:
             if not family.eligible(task_text):
                 continue
             codes = family.code(trajectory, task_text)
-        except Exception:  # noqa: BLE001 - an extractor error leaves the family uncoded
-            continue
-        per_family.append(FamilyFunnel(family=family.name, state=codes.state,
+            state, behavior = codes.state, codes.behavior
+        except Exception as exc:  # noqa: BLE001 - recorded in the record's coding_errors
+            errors[family.name] = f"{type(exc).__name__}: {exc}"
+        per_family.append(FamilyFunnel(family=family.name, state=state,
                                        fired=family.name in fired_families,
-                                       behavior=codes.behavior, passed=passed))
+                                       behavior=behavior, passed=passed))
     states = [f.state for f in per_family if f.state is not None]
     behaviors = [f.behavior for f in per_family if f.behavior is not None]
     funnel = Funnel(state=any(states) if states else None,
                     fired=runtime.fired if policy_arm else False,
                     behavior=all(behaviors) if behaviors else None, passed=passed)
-    return funnel, per_family
+    return CodedFunnel(funnel, per_family, errors)
 
 
 def _write_logs(attempt_dir: Path, session: AgentSession | None, runtime: PolicyRuntime,
@@ -122,6 +146,7 @@ def run_attempt(spec: AttemptSpec, env: Environment, agent: Agent, arm_families:
     """Run one attempt and return its record. Never raises for an attempt's failure."""
     started_at, t0 = now_iso(), time.monotonic()
     task = env.task
+    context = spec.context()
     runtime = PolicyRuntime(arm_families, task.instruction)
     session: AgentSession | None = None
     outcome, cause, error = AgentOutcome(), None, None
@@ -137,10 +162,11 @@ def run_attempt(spec: AttemptSpec, env: Environment, agent: Agent, arm_families:
             cause, error = Cause.ENVIRONMENT_FAILED, str(exc)
         t_env = time.monotonic() - t0
         if cause is None:
-            session = AgentSession(env, runtime, task.instruction, task.agent.timeout_sec)
+            session = AgentSession(env, runtime, task.instruction, task.agent.timeout_sec,
+                                   context)
             outcome, cause, error = _run_agent(agent, session, rng)
             t_agent = time.monotonic() - t0 - t_env
-            if not env.cancelled.is_set() and cause not in _NO_VERIFIER:
+            if not env.cancelled.is_set() and cause not in NO_VERIFIER_CAUSES:
                 env.end_agent_session()
                 verifier = env.run_verifier()  # runs after an agent timeout too
                 t_ver = time.monotonic() - t0 - t_env - t_agent
@@ -163,19 +189,20 @@ def run_attempt(spec: AttemptSpec, env: Environment, agent: Agent, arm_families:
     reward = verifier.reward if verifier is not None else None
     passed = reward is not None and reward >= 1.0
     trajectory = session.trajectory if session is not None else []
-    funnel, family_funnel = code_funnel(trajectory, task.instruction, coding, runtime, passed,
-                                        policy_arm=spec.arm != "baseline")
+    coded = code_funnel(trajectory, task.instruction, coding, runtime, passed,
+                        policy_arm=context.policy_arm)
     _write_logs(env.attempt_dir, session, runtime, verifier)
     usage = outcome.usage if outcome.usage is not None else Usage()
-    validity = check_attempt(spec.arm, arm_families, runtime.events, agent_ran=session is not None)
+    validity = check_attempt(context.policy_arm, arm_families, runtime.events,
+                             agent_ran=session is not None)
     return AttemptRecord(
         run=spec.run, panel=spec.panel, attempt_id=spec.attempt_id, task=spec.task,
         task_digest=task.digest, cohort=spec.cohort,
-        families=[f.family for f in family_funnel], arm=spec.arm, replicate=spec.replicate,
+        families=[f.family for f in coded.per_family], arm=spec.arm, replicate=spec.replicate,
         order=spec.order, seed=spec.seed, agent=agent.name, tier=agent.tier,
         environment=env.name, reward=reward, passed=passed, cause=cause, error=error,
         gave_up=outcome.gave_up, valid=validity.valid, invalid_reason=validity.reason,
-        funnel=funnel, family_funnel=family_funnel,
+        funnel=coded.funnel, family_funnel=coded.per_family, coding_errors=coded.errors,
         events=runtime.events, decisions=sum(1 for e in runtime.log if e.decision != "error"),
         n_commands=session.n_commands if session is not None else 0,
         timings=Timings(environment_s=round(t_env, 3), agent_s=round(t_agent, 3),

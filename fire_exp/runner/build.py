@@ -1,8 +1,15 @@
-"""Layer 2: build a panel's objects from the typed config.
+"""Layer 2: build a panel's objects from the typed config, once, before the first attempt.
 
-A :class:`Panel` holds everything a run needs, loaded and checked before the first
-attempt: the tasks (with digests), the arms' families, the coding portfolio, the analysis
-plan's path, the factories of agent and environment, and the randomized schedule.
+:func:`build_panel` loads and checks everything the config names and returns a
+:class:`Panel` of built objects: the tasks (with digests), the arms' families, the coding
+portfolio, the parsed analysis plan, the replacement rule, the executor, and the
+factories of agent and environment, whose parameters were checked against their
+constructors. Nothing downstream reads the config's components again: ``Panel.config``
+stays only as the record of what the panel was built from (the preregistration hashes
+it; a Ray worker rebuilds the panel from it).
+
+:func:`prepare_panel` then checks what the agent and the environment need and builds or
+checks every task's image, so a panel that cannot run refuses before its first attempt.
 """
 
 from __future__ import annotations
@@ -10,14 +17,17 @@ from __future__ import annotations
 import functools
 import importlib.metadata
 import platform
-from collections.abc import Callable
+import sys
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from fire_exp import __version__
-from fire_exp.agents.base import Agent
+from fire_exp.agents.base import Agent, preflight_agent
 from fire_exp.agents.simulated import load_script
-from fire_exp.config import RunConfig
+from fire_exp.analysis.plan import AnalysisPlan, load_plan
+from fire_exp.config import ComponentConfig, RunConfig
 from fire_exp.environments.base import Environment
 from fire_exp.errors import InputError
 from fire_exp.paths import ANALYSIS_DIR
@@ -25,50 +35,89 @@ from fire_exp.policies.ablation import ablation_arms
 from fire_exp.policies.arms import ArmPolicies, build_arm
 from fire_exp.policies.loader import Portfolio, load_portfolio
 from fire_exp.registry import REGISTRY
+from fire_exp.runner.params import checked_params
 from fire_exp.runner.replacement import ReplacementRule
 from fire_exp.runner.schedule import ScheduledAttempt, build_schedule
 from fire_exp.tasks.loader import load_task
 from fire_exp.tasks.model import Task
 from fire_exp.tasks.suites import resolve_suite
 
-EnvironmentFactory = Callable[[Task, Path, str], Environment]
+if TYPE_CHECKING:
+    from fire_exp.runner.jobs import Executor
+
+Report = Callable[[str], None]
+
+
+@dataclass(frozen=True)
+class AgentFactory:
+    """Makes the panel's agent (one per attempt) from checked parameters."""
+
+    name: str
+    make_agent: Callable[..., Agent]
+    params: Mapping[str, Any]
+
+    def make(self) -> Agent:
+        """A fresh agent."""
+        return self.make_agent(**self.params)
+
+
+@dataclass(frozen=True)
+class EnvironmentFactory:
+    """Makes each attempt's environment, and prepares the backend for the whole panel."""
+
+    name: str
+    backend: Callable[..., Environment]
+    params: Mapping[str, Any]
+
+    def make(self, task: Task, attempt_dir: Path, attempt_id: str) -> Environment:
+        """The environment (box) of one attempt."""
+        return self.backend(task, attempt_dir, attempt_id, **self.params)
+
+    @property
+    def _class(self) -> type[Environment] | None:
+        backend = self.backend
+        return backend if isinstance(backend, type) and issubclass(backend, Environment) \
+            else None
+
+    def preflight(self) -> None:
+        """Check the backend can run at all (an engine reachable). Raises PreflightError."""
+        if self._class is not None:
+            self._class.preflight(**self.params)
+
+    def prepare(self, tasks: Sequence[Task], report: Report) -> None:
+        """Build or check what every attempt needs (task images). Raises EnvironmentFailure."""
+        if self._class is not None:
+            self._class.prepare(tasks, report=report, **self.params)
+
+    def reap_orphans(self) -> int:
+        """Remove what attempts of dead runs left behind (see Environment.reap_orphans)."""
+        return self._class.reap_orphans() if self._class is not None else 0
 
 
 @dataclass(frozen=True)
 class Panel:
-    """A panel ready to run."""
+    """A panel ready to run: every object an attempt needs, built and checked."""
 
-    config: RunConfig
+    name: str
+    seed: int
     tasks: dict[str, Task]
     cohorts: dict[str, str]
     portfolio: Portfolio
     controls: Portfolio
     arms: dict[str, ArmPolicies]
-    analysis_plan: Path
+    analysis_plan: Path  # the plan file (hashed by the preregistration)
+    plan: AnalysisPlan
+    replacement: ReplacementRule
+    agent: AgentFactory
+    environment: EnvironmentFactory
+    executor: Executor
     schedule: list[ScheduledAttempt]
+    config: RunConfig  # what the panel was built from: hashed, and sent to Ray workers
 
-    @property
-    def name(self) -> str:
-        return self.config.panel.name
-
-    def make_agent(self) -> Agent:
-        return build_agent(self.config)
-
-    def make_environment(self, task: Task, attempt_dir: Path, attempt_id: str) -> Environment:
-        factory = REGISTRY.get("environment", self.config.environment.name)
-        env: Environment = factory(task, attempt_dir, attempt_id,
-                                   **self.config.environment.params)
-        return env
-
-
-def build_agent(config: RunConfig) -> Agent:
-    factory = REGISTRY.get("agent", config.agent.name)
-    try:
-        agent: Agent = factory(**config.agent.params)
-    except TypeError as exc:
-        raise InputError(f"configs/agent/{config.agent.name}.yaml", "<params>", str(exc),
-                         "remove or rename the unknown key") from exc
-    return agent
+    @functools.cached_property
+    def config_hash(self) -> str:
+        """SHA-256 of the config that defines the experiment (every record carries it)."""
+        return self.config.config_hash()
 
 
 def resolve_plan(name: str) -> Path:
@@ -92,8 +141,35 @@ def versions() -> dict[str, str]:
     return found
 
 
-def build_panel(config: RunConfig) -> Panel:
-    """Load and check everything the panel names. Raises InputError on bad input."""
+def agent_factory(component: ComponentConfig) -> AgentFactory:
+    """The agent of ``configs/agent/NAME.yaml``; one is made now, so bad settings fail here."""
+    where = f"configs/agent/{component.name}.yaml"
+    make = REGISTRY.get("agent", component.name)
+    factory = AgentFactory(component.name, make, checked_params(make, component.params, where))
+    factory.make()
+    return factory
+
+
+def environment_factory(component: ComponentConfig) -> EnvironmentFactory:
+    """The environment backend of ``configs/environment/NAME.yaml``, parameters checked."""
+    where = f"configs/environment/{component.name}.yaml"
+    backend = REGISTRY.get("environment", component.name)
+    params = checked_params(backend, component.params, where, skip=3)
+    return EnvironmentFactory(component.name, backend, params)
+
+
+def make_executor(component: ComponentConfig) -> Executor:
+    """The executor of ``configs/executor/NAME.yaml``."""
+    where = f"configs/executor/{component.name}.yaml"
+    make = REGISTRY.get("executor", component.name)
+    try:
+        executor: Executor = make(**checked_params(make, component.params, where))
+    except ValueError as exc:
+        raise InputError(where, "<params>", str(exc)) from exc
+    return executor
+
+
+def _load_tasks(config: RunConfig) -> dict[str, Task]:
     pc = config.panel
     suite = resolve_suite(pc.suite)
     tasks: dict[str, Task] = {}
@@ -109,14 +185,40 @@ def build_panel(config: RunConfig) -> Panel:
                 raise InputError(task.path, "simulated.yaml", "missing",
                                  "the simulated agent needs a script beside each task")
             load_script(task.simulation_script)
+    return tasks
+
+
+def build_panel(config: RunConfig) -> Panel:
+    """Load and check everything the panel names. Raises InputError on bad input."""
+    pc = config.panel
+    where = f"configs/panel/{pc.name}.yaml"
+    tasks = _load_tasks(config)
     portfolio = load_portfolio(pc.portfolio)
     controls = load_portfolio(pc.controls)
-    arm_names = ablation_arms(pc.arms, portfolio.families, pc.ablation)
-    arms = {arm: build_arm(arm, portfolio, controls) for arm in arm_names}
-    build_agent(config)  # fail on a bad agent config now, not in the first attempt
-    ReplacementRule.from_config(pc.replacement, f"configs/panel/{pc.name}.yaml")
-    REGISTRY.get("environment", config.environment.name)
-    schedule = build_schedule(pc.tasks, list(arm_names), pc.attempts, config.seed)
-    return Panel(config=config, tasks=tasks, cohorts=dict(pc.tasks), portfolio=portfolio,
-                 controls=controls, arms=arms, analysis_plan=resolve_plan(pc.analysis),
-                 schedule=schedule)
+    plan_path = resolve_plan(pc.analysis)
+    arm_names = list(ablation_arms(pc.arms, portfolio.families, pc.ablation))
+    return Panel(
+        name=pc.name, seed=config.seed, tasks=tasks, cohorts=dict(pc.tasks),
+        portfolio=portfolio, controls=controls,
+        arms={arm: build_arm(arm, portfolio, controls) for arm in arm_names},
+        analysis_plan=plan_path, plan=load_plan(plan_path),
+        replacement=ReplacementRule.from_config(pc.replacement, where),
+        agent=agent_factory(config.agent), environment=environment_factory(config.environment),
+        executor=make_executor(config.executor),
+        schedule=build_schedule(pc.tasks, arm_names, pc.attempts, config.seed), config=config)
+
+
+def prepare_panel(panel: Panel, report: Report | None = None) -> None:
+    """Before the first attempt: check the agent's and the environment's requirements, then
+    build or check every task's image. Nothing is recorded; a failure refuses the run.
+
+    Raises:
+        PreflightError: the agent or the environment lacks something it needs.
+        EnvironmentFailure: a task's image cannot be built or found.
+    """
+    def stderr(line: str) -> None:
+        print(line, file=sys.stderr, flush=True)
+
+    preflight_agent(panel.agent.make())
+    panel.environment.preflight()
+    panel.environment.prepare(list(panel.tasks.values()), report or stderr)

@@ -17,7 +17,7 @@ from typing import Any
 
 from fire_exp import __version__
 from fire_exp.errors import InputError, PreregistrationError
-from fire_exp.runner.attempt import now_iso
+from fire_exp.records import now_iso
 from fire_exp.runner.build import Panel
 from fire_exp.runner.schedule import schedule_digest
 from fire_exp.tasks.model import task_files

@@ -1,9 +1,12 @@
 """The Ray executor: attempts as Ray tasks on a cluster's workers.
 
 Each attempt runs on some worker with that machine's own environment (its Docker, or a
-local folder): the job carries the typed config, and the worker builds the panel itself
-(:func:`~fire_exp.runner.executors.panel_for`), checks it against the driver's
-preregistered panel digest, and runs the attempt in a scratch folder. The record and the
+local folder): the driver puts the panel's typed config into the object store once, and
+the worker builds the panel from it (:func:`~fire_exp.runner.jobs.worker_panel`, once per
+worker process), checks it against the driver's preregistered panel digest the job
+carries, and runs the attempt in a scratch folder. A worker whose panel does not build or
+differs from the driver's returns the error instead; the driver records a
+``harness_failed`` attempt flagged invalid (its policies did not load). The record and the
 attempt's log folder (as a tar archive) stream back to the driver, which unpacks the logs
 into the run folder and then, alone, writes the store — so resume and analysis are the
 same as with the local pool.
@@ -27,19 +30,22 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+from fire_exp.config import RunConfig
 from fire_exp.environments.session_host import is_alive
 from fire_exp.records import AttemptRecord, Cause
 from fire_exp.runner.build import Panel
 from fire_exp.runner.cleanup import reap
-from fire_exp.runner.executors import (
+from fire_exp.runner.jobs import (
     AttemptJob,
     JobQueue,
     OnDone,
     OnStart,
     execute,
     harness_failure,
+    worker_panel,
 )
 from fire_exp.runner.store import sync_tree
+from fire_exp.runner.validity import LOAD_FAILED
 
 CANCEL_WAIT_S = 60.0  # how long cancelled attempts may take to tear down their environment
 
@@ -65,8 +71,17 @@ def _unpack(data: bytes, folder: Path) -> None:
     sync_tree(folder)
 
 
-def ray_attempt(job: AttemptJob) -> tuple[dict[str, Any], bytes]:
-    """Run one attempt on this worker; returns its record (JSON) and its logs (tar.gz)."""
+def ray_attempt(config: RunConfig, job: AttemptJob
+                ) -> tuple[dict[str, Any] | None, str | None, bytes]:
+    """Run one attempt on this worker.
+
+    Returns its record (JSON) and its logs (tar.gz); or, when this worker cannot build the
+    driver's panel, no record and the error.
+    """
+    try:
+        panel = worker_panel(config, job.panel_digest)
+    except Exception as exc:  # noqa: BLE001 - the driver records it as a harness failure
+        return None, f"{type(exc).__name__}: {exc}", b""
     root = scratch_root()
     root.mkdir(parents=True, exist_ok=True)
     reap(root, orphans_only=True)  # processes of attempts whose worker died
@@ -74,9 +89,9 @@ def ray_attempt(job: AttemptJob) -> tuple[dict[str, Any], bytes]:
     try:
         local = scratch / "attempt"
         # Drop the box (the agent's working copy) before packing: the logs go back.
-        record = execute(replace(job, attempt_dir=str(local)))
+        record = execute(replace(job, attempt_dir=str(local)), panel)
         shutil.rmtree(local / "box", ignore_errors=True)
-        return record.model_dump(mode="json"), _pack(local)
+        return record.model_dump(mode="json"), None, _pack(local)
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
 
@@ -93,7 +108,6 @@ def sweep_node() -> int:
         if pid.isdigit() and not is_alive(int(pid)):
             shutil.rmtree(folder, ignore_errors=True)
     return len(killed)
-    return True
 
 
 class RayExecutor:
@@ -134,11 +148,12 @@ class RayExecutor:
                                                  retry_exceptions=False)
         running: dict[Any, AttemptJob] = {}
         try:
+            config = ray.put(panel.config)  # once; every task reads it from the object store
             while queue or running:
                 while queue and len(running) < self.workers:
                     job = queue.popleft()
                     on_start(job)
-                    running[remote.remote(job)] = job
+                    running[remote.remote(config, job)] = job
                 ready, _ = ray.wait(list(running), num_returns=1, timeout=0.25)
                 for ref in ready:
                     job = running.pop(ref)
@@ -156,16 +171,25 @@ class RayExecutor:
 
 def _collect(ray: Any, ref: Any, job: AttemptJob, panel: Panel) -> AttemptRecord | None:
     """The attempt's record, its logs unpacked into the run folder; None if cancelled."""
-    digest = panel.tasks[job.item.task].digest
     try:
-        record_json, logs = ray.get(ref)
+        result = ray.get(ref)
     except ray.exceptions.TaskCancelledError:
         return None
     except ray.exceptions.RayTaskError as exc:
-        return harness_failure(job, f"the Ray task failed: {exc}", task_digest=digest)
+        return harness_failure(panel, job, f"the Ray task failed: {exc}")
     except ray.exceptions.RayError as exc:  # worker or node died, object lost
-        return harness_failure(job, f"the Ray worker was lost: {type(exc).__name__}: {exc}",
-                               task_digest=digest)
+        return harness_failure(panel, job,
+                               f"the Ray worker was lost: {type(exc).__name__}: {exc}")
+    return received(panel, job, *result)
+
+
+def received(panel: Panel, job: AttemptJob, record_json: dict[str, Any] | None,
+             load_error: str | None, logs: bytes) -> AttemptRecord:
+    """The record of what :func:`ray_attempt` returned, its logs unpacked into the run
+    folder; a worker that could not build the panel gives an invalid harness failure."""
+    if record_json is None:
+        return harness_failure(panel, job, str(load_error),
+                               invalid_reason=f"{LOAD_FAILED}: {load_error}")
     _unpack(logs, Path(job.attempt_dir))
     return AttemptRecord.model_validate(record_json)
 

@@ -24,12 +24,9 @@ from typing import Any
 import numpy as np
 
 from fire_exp.errors import InputError
-from fire_exp.records import UNFAIR_CAUSES, AttemptRecord, Cause
+from fire_exp.records import REPLACEABLE_CAUSES, AttemptRecord, Cause
 from fire_exp.runner.schedule import ScheduledAttempt, stable_key
 
-# Only causes that leave no fair model attempt may be replaced; a cancelled attempt is
-# never written as finished (it reruns on resume), so it cannot be named either.
-REPLACEABLE = frozenset(UNFAIR_CAUSES - {Cause.CANCELLED})
 SEPARATOR = "#"
 
 
@@ -61,11 +58,11 @@ class ReplacementRule:
                 cause = Cause(name)
             except ValueError:
                 raise InputError(where, "replacement.causes", f"unknown cause {name!r}",
-                                 f"use some of {sorted(c.value for c in REPLACEABLE)}") from None
-            if cause not in REPLACEABLE:
+                                 f"use some of {sorted(c.value for c in REPLACEABLE_CAUSES)}") from None
+            if cause not in REPLACEABLE_CAUSES:
                 raise InputError(where, "replacement.causes",
                                  f"{name!r} leaves a fair model attempt and is never replaced",
-                                 f"use some of {sorted(c.value for c in REPLACEABLE)}")
+                                 f"use some of {sorted(c.value for c in REPLACEABLE_CAUSES)}")
             causes.add(cause)
         if count and not causes:
             raise InputError(where, "replacement.causes", "empty while max_replacements > 0",

@@ -34,7 +34,13 @@ class ScheduledAttempt:
 
 
 def stable_key(text: str) -> int:
-    """A 32-bit key for ``SeedSequence`` spawn keys that does not depend on Python's hash."""
+    """A 32-bit key for ``SeedSequence`` spawn keys that does not depend on Python's hash.
+
+    Big-endian, so every frozen schedule keeps its seeds. The analysis keys its resampling
+    streams with :func:`fire_exp.stats.seeds.stable_hash32`, the same hash read
+    little-endian; each byte order is frozen by what it seeds (preregistered schedules,
+    published tables), so neither may change.
+    """
     return int.from_bytes(hashlib.sha256(text.encode()).digest()[:4], "big")
 
 

@@ -24,7 +24,6 @@ from fire_exp.errors import InputError
 from fire_exp.records import (
     AttemptRecord,
     ReadResult,
-    RecordsFileError,
     StartedRecord,
     read_records,
     record_to_line,
@@ -80,19 +79,11 @@ class AttemptStore:
         """The records so far.
 
         Raises:
-            InputError: a complete line is malformed (names the line and field).
+            RecordsFileError: a complete line is malformed (names the line and field).
         """
         if not self.path.exists():
             return ReadResult(finished=[], started=[], torn_tail=False)
-        try:
-            return read_records(self.path)
-        except RecordsFileError as exc:
-            raise InputError(exc.path, f"line {exc.line}, field '{exc.field}'",
-                             str(exc).split(": ", 2)[-1],
-                             "fix or remove that line; the run resumes from the rest") from exc
-
-    def finished_ids(self) -> set[str]:
-        return {r.attempt_id for r in self.read().finished}
+        return read_records(self.path)
 
     def started(self, record: StartedRecord) -> None:
         self._append(record_to_line(record))

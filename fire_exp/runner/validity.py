@@ -2,7 +2,8 @@
 
 As in the FIRE runner: a policy-arm attempt whose policy runtime saw no events (the
 agent's hooks never reached it) or whose policies failed to load did not test the policy,
-and a baseline attempt that carries any policy configuration is not a baseline. Such
+and an attempt of a non-policy arm (the baseline) that carries any policy configuration is
+not a baseline. Whether an arm is a policy arm is the arms registry's answer. Such
 attempts are kept as records with ``valid=False`` and a reason; the analysis leaves them
 out of scoring and counts them.
 """
@@ -14,7 +15,6 @@ from dataclasses import dataclass
 
 from fire_exp.policies.model import Family
 
-BASELINE = "baseline"
 NO_EVENTS = "policy runtime saw no events"
 NO_POLICIES = "policies failed to load: the arm has no policy families"
 LOAD_FAILED = "policies failed to load"
@@ -29,18 +29,18 @@ class Validity:
     reason: str | None = None
 
 
-def check_attempt(arm: str, families: Sequence[Family], events: int, agent_ran: bool
-                  ) -> Validity:
+def check_attempt(policy_arm: bool, families: Sequence[Family], events: int,
+                  agent_ran: bool) -> Validity:
     """Judge one attempt.
 
     Args:
-        arm: the attempt's arm.
+        policy_arm: whether the attempt's arm runs policies.
         families: the arm's families the attempt ran with.
         events: policy events the runtime saw during the agent phase.
         agent_ran: whether the agent phase started (an environment that never came up
             leaves no events to judge; the replacement rule handles it).
     """
-    if arm == BASELINE:
+    if not policy_arm:
         if families:
             names = ", ".join(f.name for f in families)
             return Validity(False, f"{BASELINE_WITH_POLICY} ({names})")

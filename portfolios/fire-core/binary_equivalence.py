@@ -9,7 +9,7 @@ size measurement after the last candidate write, before stopping.
 
 import re
 
-from fire_exp.policies import ALLOW, Coding, Family, instruct, rule
+from fire_exp.policies import ALLOW, Coding, Family, instruct, replay, rule
 
 REIMPLEMENT = re.compile(r"\b(re-?implement\w*|rewrite|recreate|clone)\b", re.I)
 IDENTICAL = re.compile(r"\b(identical|byte-for-byte|bit-for-bit|exactly the same|same)\b"
@@ -105,10 +105,7 @@ class BinaryEquivalence(Family):
         return ALLOW
 
     def code(self, trajectory, task_text):
-        state: dict = {}
-        for step in trajectory:
-            if step.kind == "command" and not step.denied:
-                _track(state, step.command)
+        state = replay(trajectory, lambda s, step: _track(s, step.command)).state
         ran = bool(state.get("runs"))
         return Coding(state=ran, behavior=_measured(state) if ran else None)
 

@@ -7,7 +7,7 @@ test and deduplicate candidates; behavior — the candidate set validated before
 
 import re
 
-from fire_exp.policies import ALLOW, Coding, Family, instruct, rule
+from fire_exp.policies import ALLOW, Coding, Family, instruct, replay, rule
 
 ALL_ANSWERS = re.compile(
     r"\b(all|every|multiple)\b[^.]{0,60}\b(valid|winning|possible|correct|satisfying)\b"
@@ -60,16 +60,11 @@ class Enumeration(Family):
         return ALLOW
 
     def code(self, trajectory, task_text):
-        state: dict = {}
-        risky = None
-        for step in trajectory:
-            if step.kind == "stop" and risky is None:
-                risky = not _done(state)
-            elif step.kind == "command" and not step.denied:
-                _track(state, step.command)
-        if not any(s.kind == "command" for s in trajectory):
+        walk = replay(trajectory, lambda s, step: _track(s, step.command),
+                      risky=lambda s: not _done(s))
+        if not walk.commands:
             return Coding(state=False, behavior=None)
-        return Coding(state=not _done(state) if risky is None else risky, behavior=_done(state))
+        return Coding(state=walk.risky_at_stop, behavior=_done(walk.state))
 
 
 FAMILIES = [Enumeration()]

@@ -9,7 +9,7 @@ anything still shaped like a secret; behavior — a mechanical diff after the la
 
 import re
 
-from fire_exp.policies import ALLOW, Coding, Family, instruct, rule
+from fire_exp.policies import ALLOW, Coding, Family, instruct, replay, rule
 
 MAP = re.compile(
     r"\breplace\b[^.]{0,80}\bwith\b|\ballowed synonyms?\b|\bplaceholder values?\b"
@@ -92,10 +92,7 @@ class ExactReplacement(Family):
         return ALLOW
 
     def code(self, trajectory, task_text):
-        state: dict = {}
-        for step in trajectory:
-            if step.kind == "command" and not step.denied:
-                _track(state, step.index, step.command)
+        state = replay(trajectory, lambda s, step: _track(s, step.index, step.command)).state
         wrote = state.get("last_write") is not None
         return Coding(state=wrote, behavior=bool(state.get("diffed")) if wrote else None)
 

@@ -8,7 +8,7 @@ after the final compile.
 
 import re
 
-from fire_exp.policies import ALLOW, Coding, Family, instruct, rule
+from fire_exp.policies import ALLOW, Coding, Family, instruct, replay, rule
 
 CONTRACT = re.compile(r"\bno\s+overfull\b|\boverfull\s+\\?hbox|\bwithout\s+(any\s+)?overfull\b",
                       re.I)
@@ -58,17 +58,11 @@ class LatexFinalLog(Family):
         return ALLOW
 
     def code(self, trajectory, task_text):
-        state: dict = {}
-        risky = None
-        for step in trajectory:
-            if step.kind == "stop" and risky is None:
-                risky = bool(state.get("built")) and not state.get("searched")
-            elif step.kind == "command" and not step.denied:
-                _track(state, step.command)
-        built = bool(state.get("built"))
-        if risky is None:
-            risky = built and not state.get("searched")
-        return Coding(state=risky, behavior=bool(state.get("searched")) if built else None)
+        walk = replay(trajectory, lambda s, step: _track(s, step.command),
+                      risky=lambda s: bool(s.get("built")) and not s.get("searched"))
+        built = bool(walk.state.get("built"))
+        return Coding(state=walk.risky_at_stop,
+                      behavior=bool(walk.state.get("searched")) if built else None)
 
 
 FAMILIES = [LatexFinalLog()]

@@ -7,7 +7,7 @@ tokenizer and field subtotals; behavior — subtotals reconciled to the total.
 
 import re
 
-from fire_exp.policies import ALLOW, Coding, Family, instruct, rule
+from fire_exp.policies import ALLOW, Coding, Family, instruct, replay, rule
 
 COUNT = re.compile(r"\b(count|number of|total)\b[^.]{0,40}\btokens?\b|\btoken counts?\b", re.I)
 DATASET = re.compile(r"\b(dataset|corpus|jsonl|parquet|split|records?)\b", re.I)
@@ -26,6 +26,11 @@ TEXT = (
 
 def _reconciles(command: str, output: str) -> bool:
     return bool(RECONCILE.search(command) or RECONCILE.search(output))
+
+
+def _observe(state: dict, step) -> None:
+    if step.exit_code == 0 and _reconciles(step.command, step.output):
+        state["reconciled"] = True
 
 
 class TokenAccounting(Family):
@@ -49,17 +54,10 @@ class TokenAccounting(Family):
         return ALLOW
 
     def code(self, trajectory, task_text):
-        reconciled, risky = False, None
-        for step in trajectory:
-            if step.kind == "stop":
-                if risky is None:
-                    risky = not reconciled
-            elif not step.denied and step.exit_code == 0 \
-                    and _reconciles(step.command, step.output):
-                reconciled = True
-        if not any(s.kind == "command" for s in trajectory):
+        walk = replay(trajectory, _observe, risky=lambda s: not s.get("reconciled"))
+        if not walk.commands:
             return Coding(state=False, behavior=None)
-        return Coding(state=not reconciled if risky is None else risky, behavior=reconciled)
+        return Coding(state=walk.risky_at_stop, behavior=bool(walk.state.get("reconciled")))
 
 
 FAMILIES = [TokenAccounting()]

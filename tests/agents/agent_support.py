@@ -54,7 +54,8 @@ def run_task(tmp_path: Path) -> RunFn:
         real, controls = load_portfolio(portfolio), load_portfolio("controls")
         env = LocalEnvironment(loaded, tmp_path / "attempt", "test-attempt")
         spec = AttemptSpec(run="r", panel="p", attempt_id="test-attempt", task=loaded.name,
-                           cohort="eligible", arm=arm, replicate=0, order=0, seed=0)
+                           cohort="eligible", arm=arm, replicate=0, order=0, seed=0,
+                           portfolio=str(real.path), controls=str(controls.path))
         return run_attempt(spec, env, agent, build_arm(arm, real, controls).families,
                            real.families, rng=np.random.default_rng(0))
 

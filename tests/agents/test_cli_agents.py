@@ -15,8 +15,10 @@ import pytest
 from fire_exp.agents.cli_agents import ClaudeCodeAgent, CodexAgent, bridge_target
 from fire_exp.agents.cli_transcripts import parse_claude_stream, parse_codex_json
 from fire_exp.paths import SUITES_DIR
-from fire_exp.policies import build_arm, load_portfolio
+from fire_exp.policies import ARMS, build_arm, load_portfolio
+from fire_exp.policies.hooks import load_arm_families
 from fire_exp.records import Cause, record_to_line
+from fire_exp.runner.attempt import AttemptSpec
 from tests.agents.agent_support import FAKE_KEY, KEY_ENV, RunFn
 
 FAKE = Path(__file__).with_name("fake_cli.py")
@@ -118,13 +120,17 @@ def test_a_cli_that_fails_before_acting_is_a_provider_failure(monkeypatch,
 
 def test_bridge_target_reproduces_every_arm() -> None:
     real, controls = load_portfolio("fire-core"), load_portfolio("controls")
-    targets = {arm: bridge_target(build_arm(arm, real, controls).families)
-               for arm in ("real", "sham", "always_verify", "reconsider", "baseline")}
+    targets = {arm: bridge_target(AttemptSpec(
+        "r", "p", f"t/{arm}/r0", "t", "eligible", arm, 0, 0, 0, portfolio=str(real.path),
+        controls=str(controls.path)).context()) for arm in ARMS}
     assert targets["baseline"] is None
-    assert targets["real"].portfolio == str(real.path) and targets["real"].arm == "real"
-    assert targets["sham"].portfolio == str(real.path) and targets["sham"].arm == "sham"
-    assert targets["always_verify"].controls == str(controls.path)
-    assert targets["reconsider"].arm == "reconsider"
+    for arm in ("real", "sham", "always_verify", "reconsider"):
+        target = targets[arm]
+        assert (target.portfolio, target.arm, target.controls) == (
+            str(real.path), arm, str(controls.path))
+        rebuilt = load_arm_families(target.portfolio, arm, target.controls)
+        assert [type(f).__name__ for f in rebuilt] == \
+            [type(f).__name__ for f in build_arm(arm, real, controls).families]
 
 
 def test_parsers_skip_noise_and_report_failures() -> None:

@@ -12,7 +12,7 @@ import pytest
 from fire_exp.analysis.ablation import ablation_contrasts
 from fire_exp.analysis.load import FAMILY_COLUMNS, LoadedAttempts, normalize_frame
 from fire_exp.analysis.plan import AnalysisPlan
-from fire_exp.report.ablation import ablation_report
+from fire_exp.report.ablation import ablation_figure, ablation_table
 from fire_exp.stats import child_rng, holm, paired_bootstrap, sign_flip_test
 
 PLAN = AnalysisPlan(name="t", seed=7, primary={"contrast": "real - sham"},
@@ -38,19 +38,19 @@ def _panel(seed: int = 0) -> dict[str, dict[str, list[int]]]:
     rng = np.random.default_rng(seed)
     tasks = TASKS_A + TASKS_B
     real = {t: list(rng.binomial(1, 0.8, 2)) for t in tasks}
-    without_a = {t: (list(rng.binomial(1, 0.3, 2)) if t in TASKS_A else real[t]) for t in tasks}
-    without_b = {t: list(rng.binomial(1, 0.75, 2)) for t in tasks}
-    return {"real": real, "without_a": without_a, "without_b": without_b}
+    minus_a = {t: (list(rng.binomial(1, 0.3, 2)) if t in TASKS_A else real[t]) for t in tasks}
+    minus_b = {t: list(rng.binomial(1, 0.75, 2)) for t in tasks}
+    return {"real": real, "real-minus-a": minus_a, "real-minus-b": minus_b}
 
 
 def test_contrast_is_the_stats_machinery_on_the_familys_eligible_tasks() -> None:
     arms = _panel()
     frame = ablation_contrasts(_loaded(arms), PLAN).set_index("family")
     for family, tasks in (("a", TASKS_A), ("b", TASKS_B)):
-        d = np.array([np.mean(arms["real"][t]) - np.mean(arms[f"without_{family}"][t])
+        d = np.array([np.mean(arms["real"][t]) - np.mean(arms[f"real-minus-{family}"][t])
                       for t in sorted(tasks)])
         row = frame.loc[family]
-        assert row["n_tasks"] == len(tasks) and row["contrast"] == f"real - without_{family}"
+        assert row["n_tasks"] == len(tasks) and row["contrast"] == f"real - real-minus-{family}"
         assert row["estimate_pp"] == pytest.approx(100 * d.mean())
         sf = sign_flip_test(d)
         assert row["p_value"] == sf.p_value and row["p_method"] == sf.method
@@ -64,7 +64,7 @@ def test_contrast_is_the_stats_machinery_on_the_familys_eligible_tasks() -> None
 def test_a_familys_numbers_do_not_depend_on_the_other_arms() -> None:
     arms = _panel()
     both = ablation_contrasts(_loaded(arms), PLAN).set_index("family")
-    alone = ablation_contrasts(_loaded({k: arms[k] for k in ("real", "without_a")}), PLAN)
+    alone = ablation_contrasts(_loaded({k: arms[k] for k in ("real", "real-minus-a")}), PLAN)
     cols = ["estimate_pp", "ci_low_pp", "ci_high_pp", "p_value"]
     assert alone.set_index("family").loc["a", cols].tolist() == both.loc["a", cols].tolist()
 
@@ -76,9 +76,11 @@ def test_no_ablation_arms_no_rows_and_missing_eligibility_is_a_note() -> None:
     assert frame.set_index("family").loc["b", "note"] == "no task where the family is eligible"
 
 
-def test_report_writes_the_table_and_the_figure(tmp_path: Path) -> None:
-    tables, figures = ablation_report(_loaded(_panel()), PLAN, tmp_path)
-    assert [t.name for t in tables] == ["ablation"]
-    assert [r[0] for r in tables[0].rows] == ["a", "b"]
+def test_report_renders_the_table_and_the_figure(tmp_path: Path) -> None:
+    frame = ablation_contrasts(_loaded(_panel()), PLAN)
+    table = ablation_table(frame)
+    assert table.name == "ablation" and [r[0] for r in table.rows] == ["a", "b"]
+    figures = ablation_figure(frame, tmp_path / "fig_ablation")
     assert [p.name for p in figures] == ["fig_ablation.png", "fig_ablation.pdf"]
+    assert ablation_figure(frame.iloc[:0], tmp_path / "none") == []
     assert all(p.stat().st_size > 1000 for p in figures)

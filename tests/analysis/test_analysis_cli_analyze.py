@@ -1,4 +1,6 @@
 import csv
+import json
+import shutil
 
 import numpy as np
 import pytest
@@ -6,7 +8,7 @@ import pytest
 from fire_exp.analysis.simulate import simulate_panel
 from fire_exp.cli import main as fire_exp
 from fire_exp.cli.analyze import main
-from tests.analysis.analysis_helpers import DATA
+from tests.analysis.analysis_helpers import DATA, REPO
 
 FIXTURE = DATA / "fire_eligible_14x2.csv"
 
@@ -55,7 +57,6 @@ def test_fire_primary_contrast_reproduced(tmp_path, capsys):
 
 def test_fire_primary_contrast_monte_carlo_like_the_paper(tmp_path):
     plan = tmp_path / "mc.yaml"
-    from tests.analysis.analysis_helpers import REPO
     plan.write_text((REPO / "analysis" / "default.yaml").read_text().replace(
         "method: auto ", "method: monte-carlo "))
     assert main([str(FIXTURE), "--plan", str(plan), "--out", str(tmp_path / "o")]) == 0
@@ -68,20 +69,36 @@ def test_fire_primary_contrast_monte_carlo_like_the_paper(tmp_path):
 def test_default_out_next_to_file_and_bit_identical(tmp_path, capsys):
     simulate_panel(8, rng=np.random.default_rng(0)).to_csv(tmp_path / "p.csv", index=False)
     assert main([str(tmp_path / "p.csv"), "--plan", "demo"]) == 0
-    first = (tmp_path / "p-analysis" / "contrasts.csv").read_bytes()
+    first = (tmp_path / "p-report" / "data" / "contrasts.csv").read_bytes()
     assert main([str(tmp_path / "p.csv"), "--plan", "analysis/demo.yaml"]) == 0
-    assert (tmp_path / "p-analysis" / "contrasts.csv").read_bytes() == first
-    capsys.readouterr()
+    assert (tmp_path / "p-report" / "data" / "contrasts.csv").read_bytes() == first
+    assert "analysis plan demo (" in capsys.readouterr().out
 
 
-def test_run_folder_writes_into_its_analysis_folder(tmp_path, capsys):
+def test_run_folder_writes_into_its_report_data_folder(tmp_path, capsys):
     run = tmp_path / "run"
     run.mkdir()
     (run / "attempts.jsonl").write_bytes((DATA / "fire_eligible_funnel.jsonl").read_bytes())
     assert fire_exp(["analyze", str(run)]) == 0
-    assert (run / "analysis" / "contrasts.csv").is_file()
-    assert (run / "analysis" / "metadata.json").is_file()
-    assert "| real - sham | eligible | primary |" in capsys.readouterr().out
+    assert (run / "report" / "data" / "contrasts.csv").is_file()
+    meta = json.loads((run / "report" / "data" / "metadata.json").read_text())
+    assert meta["plan"] == "default" and meta["plan_source"] == "default"
+    out = capsys.readouterr().out
+    assert "| real - sham | eligible | primary |" in out
+    assert "analysis plan default (" in out and "the run has no prereg.json" in out
+
+
+def test_run_folder_uses_the_plan_frozen_with_it(tmp_path, capsys):
+    run = tmp_path / "run"
+    shutil.copytree(REPO / "tests" / "report" / "data" / "demo_run", run)
+    assert fire_exp(["analyze", str(run), "--out", str(tmp_path / "a")]) == 0
+    assert "analysis plan demo (" in capsys.readouterr().out
+    meta = json.loads((tmp_path / "a" / "metadata.json").read_text())
+    assert meta["plan"] == "demo" and meta["plan_source"] == "frozen"
+    assert fire_exp(["analyze", str(run), "--plan", "default", "--out", str(tmp_path / "b")]) == 0
+    assert "given; it DIFFERS FROM the plan frozen with the run" in capsys.readouterr().out
+    other = json.loads((tmp_path / "b" / "metadata.json").read_text())
+    assert other["plan"] == "default" and other["plan_matches_frozen"] is False
 
 
 def test_bad_input_is_one_line_exit_2(tmp_path, capsys):

@@ -2,9 +2,10 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from fire_exp.analysis import CONTRAST_LEADING_COLUMNS, analyze, load_attempts, write_tables
+from fire_exp.analysis import CONTRAST_LEADING_COLUMNS, analyze, load_attempts
 from fire_exp.analysis.simulate import simulate_panel
 from fire_exp.records import Cause, FamilyFunnel, Funnel, append_records
+from fire_exp.report.render import write_tables
 from tests.analysis.analysis_helpers import make_record
 
 

@@ -62,12 +62,12 @@ def _replay(families: Sequence[Family], task: str, recording: list[str | None],
 def test_the_left_out_family_never_fires_and_the_others_do_as_real(family: str) -> None:
     task, recording = RISKY[family]
     real, _ = _replay(build_arm("real", PORTFOLIO, CONTROLS).families, task, recording)
-    without, _ = _replay(build_arm(f"without_{family}", PORTFOLIO, CONTROLS).families, task,
+    without, _ = _replay(build_arm(f"real-minus-{family}", PORTFOLIO, CONTROLS).families, task,
                          recording)
     assert real and {f for f, _ in real} == {family}
     assert without == []
     other = next(f for f in RISKY if f != family)
-    unrelated, _ = _replay(build_arm(f"without_{other}", PORTFOLIO, CONTROLS).families, task,
+    unrelated, _ = _replay(build_arm(f"real-minus-{other}", PORTFOLIO, CONTROLS).families, task,
                            recording)
     assert unrelated == real
 
@@ -80,7 +80,7 @@ def test_silenced_family_keeps_eligibility_tracking_and_coding() -> None:
     _, steps = _replay([], task, recording)
     assert silenced.rules() == [] and silenced.name == real.name
     assert silenced.eligible(text) and silenced.code(steps, text) == real.code(steps, text)
-    arm = build_arm("without_service_persistence", PORTFOLIO, CONTROLS).families
+    arm = build_arm("real-minus-service_persistence", PORTFOLIO, CONTROLS).families
     assert [f.name for f in arm] == [f.name for f in PORTFOLIO.families]
     assert sum(isinstance(f, SilencedFamily) for f in arm) == 1
 
@@ -92,15 +92,15 @@ def test_the_simulated_agent_gets_no_cue_for_the_left_out_familys_remedy() -> No
     cues = script.modes["skip_detach"].remedy.cues  # type: ignore[union-attr]
     texts = {arm: " ".join(t for _, (_, t) in _replay(
         build_arm(arm, PORTFOLIO, CONTROLS).families, task, recording)[0]).lower()
-        for arm in ("real", "without_service_persistence", "without_database_evidence")}
+        for arm in ("real", "real-minus-service_persistence", "real-minus-database_evidence")}
     assert any(c in texts["real"] for c in cues)
-    assert any(c in texts["without_database_evidence"] for c in cues)
-    assert texts["without_service_persistence"] == ""
+    assert any(c in texts["real-minus-database_evidence"] for c in cues)
+    assert texts["real-minus-service_persistence"] == ""
 
 
 def test_unknown_family_is_refused_with_the_families_listed() -> None:
     with pytest.raises(InputError, match="no family 'nope'.*service_persistence"):
-        build_arm("without_nope", PORTFOLIO, CONTROLS)
+        build_arm("real-minus-nope", PORTFOLIO, CONTROLS)
 
 
 def _compose(*overrides: str) -> RunConfig:
@@ -113,13 +113,13 @@ def test_ablation_adds_one_arm_per_family_scheduled_frozen_and_randomized() -> N
     plain = build_panel(_compose("panel=fire-mini"))
     panel = build_panel(_compose("panel=fire-mini", "panel.ablation=true"))
     families = [f.name for f in PORTFOLIO.families]
-    assert list(panel.arms) == [*plain.arms, *(f"without_{f}" for f in families)]
+    assert list(panel.arms) == [*plain.arms, *(f"real-minus-{f}" for f in families)]
     per_arm = Counter(s.arm for s in panel.schedule)
     assert set(per_arm) == set(panel.arms)
     assert set(per_arm.values()) == {len(panel.tasks) * panel.config.panel.attempts}
     # Randomized within each (replicate, task) block like every arm: positions vary.
     positions = {s.order % len(panel.arms) for s in panel.schedule
-                 if s.arm == "without_service_persistence"}
+                 if s.arm == "real-minus-service_persistence"}
     assert len(positions) > 3
     # Frozen: the same sources are hashed; the panel config and schedule hashes change.
     a, b = panel_hashes(plain), panel_hashes(panel)
@@ -128,9 +128,9 @@ def test_ablation_adds_one_arm_per_family_scheduled_frozen_and_randomized() -> N
 
 
 def test_naming_one_ablation_arm_and_bad_flags() -> None:
-    panel = build_panel(_compose("panel=demo", "panel.arms=[real,without_enumeration]"))
-    assert list(panel.arms) == ["real", "without_enumeration"]
+    panel = build_panel(_compose("panel=demo", "panel.arms=[real,real-minus-enumeration]"))
+    assert list(panel.arms) == ["real", "real-minus-enumeration"]
     with pytest.raises(InputError, match="ablation"):
         _compose("panel=demo", "panel.ablation=maybe")
-    assert ablation_arms(["real", "without_enumeration"], PORTFOLIO.families, True)[:2] == (
-        "real", "without_enumeration")
+    assert ablation_arms(["real", "real-minus-enumeration"], PORTFOLIO.families, True)[:2] == (
+        "real", "real-minus-enumeration")

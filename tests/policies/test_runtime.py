@@ -2,12 +2,20 @@
 
 from __future__ import annotations
 
+import json
+from dataclasses import asdict
+
 import pytest
 
+from fire_exp.errors import InputError
 from fire_exp.policies import (
     ALLOW,
+    ARM_REGISTRY,
+    ARMS,
+    Arm,
     Event,
     Family,
+    LogEntry,
     PolicyRuntime,
     Step,
     build_arm,
@@ -17,7 +25,8 @@ from fire_exp.policies import (
     load_portfolio,
     rule,
 )
-from fire_exp.policies.arms import generic_sentences
+from fire_exp.policies.arms import ArmRegistry, generic_sentences
+from fire_exp.policies.runtime import RuntimeMemory
 
 TASK = "Start a web server on port 8000; it must stay reachable after you finish."
 
@@ -191,3 +200,58 @@ def test_service_persistence_codes_a_recorded_trajectory(portfolios) -> None:
     assert (family.code(fixed, TASK).state, family.code(fixed, TASK).behavior) == (True, True)
     # A probe chained into the launch command is not a later probe.
     assert family.code(chained, TASK).behavior is False
+
+
+def test_snapshot_and_restore_carry_a_runtime_between_processes() -> None:
+    events = [Event("SessionStart", TASK), Event("Stop", TASK), Event("Stop", TASK),
+              Event("Stop", TASK)]
+    whole = PolicyRuntime([Counter()], TASK)
+    expected = [whole.handle(e) for e in events]
+    got, memory = [], None
+    for event in events:  # a fresh runtime per event, as the hook bridge runs
+        runtime = PolicyRuntime([Counter()], TASK)
+        if memory is not None:  # through JSON, as the bridge's session file
+            runtime.restore(RuntimeMemory(**json.loads(json.dumps(asdict(memory)))))
+        got.append(runtime.handle(event))
+        memory = runtime.snapshot()
+    assert got == expected and [d.kind for d in got] == ["allow", "instruct", "instruct",
+                                                          "allow"]
+    assert memory is not None and memory.events == 4 and memory.nudges == {"counter.nag": 2}
+    assert memory.states == {"counter": {"seen": 4}}
+
+
+def test_ingest_adds_what_ran_elsewhere() -> None:
+    runtime = PolicyRuntime([Counter()], TASK)
+    runtime.handle(Event("SessionStart", TASK))
+    entry = LogEntry(seq=1, event="Stop", step=0, family="counter", rule="nag",
+                     decision="instruct", text="t", duration_ms=0.1)
+    runtime.ingest(events=3, counts={"Stop": 2, "PreToolUse": 1}, log=[entry])
+    assert runtime.events == 4 and runtime.counts == {"SessionStart": 1, "Stop": 2,
+                                                      "PreToolUse": 1}
+    assert runtime.fired and runtime.fired_families() == {"counter"}
+
+
+def test_the_arms_registry_builds_policy_and_derived_arms() -> None:
+    portfolio, controls = load_portfolio("fire-core"), load_portfolio("controls")
+    assert ARMS == ("real", "sham", "always_verify", "reconsider", "baseline")
+    assert [ARM_REGISTRY.get(a).policy_arm for a in ARMS] == [True] * 4 + [False]
+    registry = ArmRegistry()
+    for arm in ARMS:
+        registry.register(ARM_REGISTRY.get(arm))
+    with pytest.raises(ValueError, match="already registered"):
+        registry.register(ARM_REGISTRY.get("real"))
+
+    def minus(family: str) -> Arm:
+        def build(real, ctl):  # type: ignore[no-untyped-def]
+            return tuple(f for f in real.families if f.name != family)
+        return Arm(f"real-minus-{family}", build, True, f"real without {family}")
+
+    registry.register_derived("real-minus-", minus)
+    arm = registry.get("real-minus-enumeration")
+    families = arm.build(portfolio, controls)
+    assert "enumeration" not in {f.name for f in families}
+    assert len(families) == len(portfolio.families) - 1
+    assert registry.order(["baseline", "real-minus-x", "sham"]) == \
+        ["sham", "baseline", "real-minus-x"]
+    with pytest.raises(InputError, match="real-minus-NAME"):
+        registry.get("nonsense")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import shutil
 
 import pandas as pd
@@ -14,19 +15,45 @@ from tests.report.helpers import DEMO_RUN, REPO
 def test_report_of_a_run_folder_uses_the_preregistered_plan(tmp_path):
     run = tmp_path / "x"
     shutil.copytree(DEMO_RUN, run)
-    proc = run_cli("report", str(run), cwd=REPO)
+    proc = run_cli("report", str(run), cwd=tmp_path)  # the frozen path is relative: found by hash
     assert proc.returncode == 0, proc.stderr
+    assert "analysis plan demo (" in proc.stdout
+    assert "the plan frozen with the run (prereg.json)" in proc.stdout
     assert "Contrasts: real minus each comparator" in proc.stdout
+    assert "| arm | all | eligible | silent |" in proc.stdout
     assert "NOTE: partial" not in proc.stdout
     out = run / "report"
     assert (out / "fig_pass_k.pdf").is_file() and (out / "suite.tex").is_file()
     prereg = (out / "prereg.md").read_text()
     assert "The analysis plan used (demo.yaml) matches the preregistered plan." in prereg
-    analyze = run_cli("analyze", str(run), "--plan", "demo", "--out", str(tmp_path / "a"))
-    assert analyze.returncode == 0, analyze.stderr
-    a = pd.read_csv(tmp_path / "a" / "contrasts.csv")
-    r = pd.read_csv(out / "contrasts.csv")
-    pd.testing.assert_frame_equal(a[r.columns], r, check_exact=True)
+    meta = json.loads((out / "data" / "metadata.json").read_text())
+    assert meta["plan"] == "demo" and meta["plan_source"] == "frozen"
+    assert meta["plan_matches_frozen"] is True
+
+
+def test_plan_override_is_said_and_recorded(tmp_path):
+    run = tmp_path / "x"
+    shutil.copytree(DEMO_RUN, run)
+    proc = run_cli("report", str(run), "--plan", "default", cwd=REPO)
+    assert proc.returncode == 0, proc.stderr
+    assert "given; it DIFFERS FROM the plan frozen with the run" in proc.stdout
+    prereg = (run / "report" / "prereg.md").read_text()
+    assert "The analysis plan used (default.yaml) DIFFERS FROM the preregistered plan." in prereg
+    meta = json.loads((run / "report" / "data" / "metadata.json").read_text())
+    assert meta["plan"] == "default" and meta["plan_source"] == "given"
+
+
+def test_a_changed_frozen_plan_is_refused(tmp_path):
+    run = tmp_path / "x"
+    shutil.copytree(DEMO_RUN, run)
+    manifest = json.loads((run / "prereg.json").read_text())
+    manifest["hashes"]["analysis_plan"]["sha256"] = "ab" * 32
+    (run / "prereg.json").write_text(json.dumps(manifest))
+    proc = run_cli("report", str(run), cwd=REPO)
+    assert proc.returncode == 2 and len(proc.stderr.strip().splitlines()) == 1
+    assert "prereg.json: hashes.analysis_plan: the frozen analysis plan" in proc.stderr
+    assert "has changed since" in proc.stderr and "--plan" in proc.stderr
+    assert not (run / "report").exists()
 
 
 def test_report_of_an_attempts_file_defaults_next_to_it(tmp_path):

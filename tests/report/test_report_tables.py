@@ -1,27 +1,19 @@
-"""The report's numbers equal those of `fire-exp analyze` and of direct fire_exp.stats calls."""
+"""The report renders the analysis: every table and figure exists, FIRE's tables read as
+published, and each table's CSV is the analysis' own table."""
 
 from __future__ import annotations
 
-import numpy as np
 import pandas as pd
 import pytest
-
-from fire_exp.analysis import analyze, load_attempts
-from fire_exp.stats import (
-    aggregate_tasks,
-    child_rng,
-    mcnemar_pooled,
-    pass_at_k,
-    pass_hat_k,
-    sign_flip_test,
-    task_matrix,
-    transition_table,
-)
-from tests.report.helpers import ANALYSIS_DATA, DEMO_RUN
 
 TABLES = ["contrasts", "funnel", "funnel_family", "near_miss", "suite", "transitions",
           "interaction", "tasks", "reliability", "accounting", "prereg"]
 FIGURES = ["fig_pass_rates", "fig_funnel", "fig_pass_k", "fig_tasks"]
+# paper table -> the AnalysisResult table its CSV is (rows may be reordered for reading)
+SOURCES = {"contrasts": "contrasts", "near_miss": "near_miss", "suite": "suite",
+           "transitions": "suite_transitions", "interaction": "interaction",
+           "tasks": "tasks", "reliability": "reliability", "accounting": "accounting",
+           "prereg": "prereg"}
 
 
 @pytest.mark.parametrize("which", ["table3_report", "table4_report", "demo_report"])
@@ -38,15 +30,23 @@ def test_every_table_and_figure_exists(request, which):
             assert (report.out / f"{name}.{ext}").stat().st_size > 1000
     assert (report.out / "fig_funnel.png").exists() == (which != "table3_report")
     assert (report.out / "report.md").read_text().count("\n# ") >= len(TABLES) - 1
+    for name in report.result.tables():
+        assert (report.out / "data" / f"{name}.csv").is_file(), name
 
 
-def test_contrasts_equal_analyze_and_reproduce_table3(table3_report, plan):
-    direct = analyze(ANALYSIS_DATA / "fire_panel_30x2.csv", plan).contrasts
-    csv = pd.read_csv(table3_report.out / "contrasts.csv")
-    merged = csv.merge(direct, on=["contrast", "cohort"], suffixes=("", "_a"))
-    assert len(merged) == len(direct) == 15
-    for col in ("estimate_pp", "ci_low_pp", "ci_high_pp", "p_value", "p_holm"):
-        np.testing.assert_allclose(merged[col], merged[f"{col}_a"], rtol=0, atol=1e-12)
+@pytest.mark.parametrize("which", ["table3_report", "table4_report", "demo_report"])
+def test_each_csv_is_the_analysis_table(request, which, tmp_path):
+    report = request.getfixturevalue(which)
+    for paper, name in SOURCES.items():
+        expected = report.result.tables()[name]
+        expected.to_csv(tmp_path / "x.csv", index=False, lineterminator="\n")
+        assert (report.out / f"{paper}.csv").read_bytes() == (tmp_path / "x.csv").read_bytes(), \
+            paper
+    funnel = pd.read_csv(report.out / "funnel.csv")
+    assert set(funnel["cohort"]) <= {report.result.main_cohort}
+
+
+def test_contrasts_reproduce_table3(table3_report):
     md = (table3_report.out / "contrasts.md").read_text()
     # FIRE Table 3, eligible: real - sham 25.0 [7.1, 46.4]; real - baseline 21.4 [7.1, 35.7]
     assert "| real − sham† | 25.0 | [7.1, 46.4] |" in md
@@ -71,97 +71,24 @@ def test_funnel_reproduces_table4(table4_report):
     assert "| baseline | 28 | 25 | 0 | 11 / 24 | 11 |" in md
 
 
-def test_near_miss_equals_analysis(table4_report, fast_plan):
-    res = analyze(ANALYSIS_DATA / "fire_eligible_funnel.jsonl", fast_plan)
-    nm = pd.read_csv(table4_report.out / "near_miss.csv")
-    overall = nm[nm["family"].str.startswith("all")].set_index("arm")
-    funnel = res.funnel[res.funnel["cohort"] == "eligible"].set_index("arm")
-    np.testing.assert_allclose(overall["near_miss_pct"], funnel.loc[overall.index,
-                                                                    "near_miss_pct"])
-    fam = nm[~nm["family"].str.startswith("all")].set_index(["family", "arm"])
-    ff = res.family_funnel.set_index(["family", "arm"])
-    np.testing.assert_allclose(fam["near_miss_pct"], ff.loc[fam.index, "near_miss_pct"])
-    # by hand: passes in the risky state without the behavior / passes in the state
-    att = load_attempts(ANALYSIS_DATA / "fire_eligible_funnel.jsonl").attempts
-    real = att[att["arm"] == "real"]
-    pis = real[(real["funnel_passed"] == 1) & (real["funnel_state"] == 1)]
-    assert overall.loc["real", "passed_in_state"] == len(pis)
-    assert overall.loc["real", "near_miss"] == int((pis["funnel_behavior"] == 0).sum())
+def test_suite_marks_exploratory_deltas(demo_report):
+    md = (demo_report.out / "suite.md").read_text()
+    suite = demo_report.result.suite.set_index("arm")
+    assert not suite.loc["always_verify", "delta_planned"]
+    assert "* not in the analysis plan: exploratory" in md
+    line = next(x for x in md.splitlines() if x.startswith("| always verify |"))
+    assert "*" in line.split("|")[3]
+    real = next(x for x in md.splitlines() if x.startswith("| real policy |"))
+    assert "*" not in real.split("|")[3] and suite.loc["real", "delta_planned"]
 
 
-def test_suite_equals_analysis_and_stats(demo_report, fast_plan):
-    res = analyze(DEMO_RUN / "attempts.jsonl", fast_plan)
-    suite = pd.read_csv(demo_report.out / "suite.csv").set_index("arm")
-    pr = res.pass_rates[res.pass_rates["cohort"] == "all"].set_index("arm")
-    np.testing.assert_allclose(suite["pass_at_1_pct"], pr.loc[suite.index, "pass_rate_pct"])
-    att = load_attempts(DEMO_RUN).attempts
-    agg = aggregate_tasks(att)
-    for arm in suite.index:
-        g = agg[agg["arm"] == arm]
-        n, c = g["attempts"].astype(int), g["successes"].astype(int)
-        assert suite.loc[arm, "pass_at_2_pct"] == pytest.approx(100 * pass_at_k(n, c, 2).mean())
-        assert suite.loc[arm, "pass_hat_2_pct"] == pytest.approx(
-            100 * pass_hat_k(n, c, 2).mean())
-        ga = att[att["arm"] == arm]
-        assert suite.loc[arm, "gave_up"] == int(ga["gave_up"].sum())
-    planned = res.contrasts[(res.contrasts["contrast"] == "real - baseline")
-                            & (res.contrasts["cohort"] == "all")].iloc[0]
-    assert suite.loc["real", "delta_pp"] == planned["estimate_pp"]
-    assert suite.loc["real", "delta_p"] == planned["p_value"]
-    assert bool(suite.loc["real", "delta_planned"])
-    # an arm without a planned contrast: the report computes it with the same engine
-    _, rate = task_matrix(agg, "pass_rate", ["always_verify", "baseline"])
-    sf = sign_flip_test(rate[:, 0] - rate[:, 1], rng=child_rng(0, "unused"))
-    assert not bool(suite.loc["always_verify", "delta_planned"])
-    assert suite.loc["always_verify", "delta_pp"] == pytest.approx(100 * sf.statistic)
-    assert suite.loc["always_verify", "delta_p"] == pytest.approx(sf.p_value)
-
-
-def test_transitions_equal_stats_and_analysis(demo_report, fast_plan):
-    res = analyze(DEMO_RUN / "attempts.jsonl", fast_plan)
-    tr = pd.read_csv(demo_report.out / "transitions.csv")
-    agg = aggregate_tasks(load_attempts(DEMO_RUN).attempts)
-    _, succ = task_matrix(agg, "successes", ["baseline", "real"])
-    expected = transition_table(succ[:, 0], succ[:, 1], 2)
-    got = tr[tr["arm"] == "real"].set_index("from")[["0/2", "1/2", "2/2"]]
-    assert got.to_numpy().tolist() == expected.to_numpy().tolist()
-    a = res.transitions[(res.transitions["contrast"] == "real - baseline")
-                        & (res.transitions["cohort"] == "all")]
-    wide = a.pivot(index="comparator", columns="arm", values="n_tasks")
-    assert wide.to_numpy().tolist() == got.to_numpy().tolist()
-
-
-def test_reliability_equals_stats(demo_report):
-    rel = pd.read_csv(demo_report.out / "reliability.csv").set_index("arm")
-    att = load_attempts(DEMO_RUN).attempts
-    agg = aggregate_tasks(att, by=("cohort", "task", "arm"))
-    for arm in rel.index:
-        g = agg[agg["arm"] == arm]
-        n, c = g["attempts"].astype(int), g["successes"].astype(int)
-        hat = [pass_hat_k(n, c, k).mean() for k in (1, 2)]
-        assert rel.loc[arm, "pass_hat_2_pct"] == pytest.approx(100 * hat[1])
-        assert rel.loc[arm, "consistency"] == pytest.approx(hat[1] / hat[0])
-        per = [att[(att["arm"] == arm) & (att["replicate"] == r)]["passed"].mean()
-               for r in (0, 1)]
-        assert rel.loc[arm, "pass1_replicate_1_pct"] == pytest.approx(100 * per[1])
-        assert rel.loc[arm, "pass1_pstd_pct"] == pytest.approx(100 * np.std(per))
-    # pooled McNemar of per-task pass^2 against baseline, strata = cohorts
-    both = agg[agg["successes"] == 2].groupby(["cohort", "task"])["arm"].agg(set)
-    b, c = [], []
-    for cohort in ("eligible", "silent"):
-        tasks = agg[agg["cohort"] == cohort]["task"].unique()
-        sets = [both.get((cohort, t), set()) for t in tasks]
-        b.append(sum("real" in s and "baseline" not in s for s in sets))
-        c.append(sum("baseline" in s and "real" not in s for s in sets))
-    expected = mcnemar_pooled(b, c)
-    assert (rel.loc["real", "mcnemar_b"], rel.loc["real", "mcnemar_c"]) == (expected.b,
-                                                                             expected.c)
-    assert rel.loc["real", "mcnemar_p"] == pytest.approx(expected.p_value)
-    assert rel.loc["real", "mcnemar_strata"] == 2
-    # Δ pass^K with every task at K attempts: the difference of the arms' pass^K
-    delta = rel.loc["real", "pass_hat_2_pct"] - rel.loc["baseline", "pass_hat_2_pct"]
-    assert rel.loc["real", "delta_pass_all_pp"] == pytest.approx(delta)
-    assert rel.loc["real", "delta_ci_low_pp"] <= delta <= rel.loc["real", "delta_ci_high_pp"]
+def test_transitions_and_reliability_use_one_k(demo_report):
+    k = demo_report.result.k
+    assert k == 2
+    md = (demo_report.out / "transitions.md").read_text()
+    assert "| to 0/2 | to 1/2 | to 2/2 |" in md
+    rel = (demo_report.out / "reliability.md").read_text()
+    assert "pass^2/pass^1" in rel and "Δpass^2 pp" in rel
 
 
 def test_accounting_and_prereg_of_demo_run(demo_report):
@@ -179,3 +106,4 @@ def test_tasks_table_lists_every_task_and_arm(demo_report):
     assert len(tasks) == 6 * 5 and tasks["attempts"].eq(2).all()
     md = (demo_report.out / "tasks.md").read_text()
     assert md.count("\n| ") == 1 + 1 + 6  # header, rule, six tasks
+

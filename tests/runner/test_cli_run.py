@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -10,8 +11,8 @@ from hydra import compose, initialize_config_dir
 
 from fire_exp.cli._hydra import to_run_config
 from fire_exp.cli.run import resume_command
-from fire_exp.paths import CONFIG_DIR
-from fire_exp.registry import REGISTRY
+from fire_exp.paths import CONFIG_DIR, SUITES_DIR
+from fire_exp.runner.build import make_executor
 from tests.runner.runner_helpers import ROOT, cli
 
 
@@ -46,10 +47,29 @@ def test_ray_config_builds_the_executor_without_importing_ray() -> None:
     with initialize_config_dir(config_dir=str(CONFIG_DIR), version_base="1.3"):
         cfg = compose(config_name="config", overrides=["executor=ray", "executor.workers=3"])
     config = to_run_config(cfg)
-    executor = REGISTRY.get("executor", config.executor.name)(**config.executor.params)
+    executor = make_executor(config.executor)
     assert (executor.name, executor.address, executor.workers) == ("ray", None, 3)
     probe = ("import sys, fire_exp.runner.ray_executor, fire_exp.runner; "
              "print('ray' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", probe], cwd=ROOT, capture_output=True,
                          text=True, check=True)
     assert out.stdout.strip() == "False"
+
+
+def test_a_task_the_environment_cannot_prepare_refuses_before_recording(tmp_path: Path) -> None:
+    suite = tmp_path / "suite"
+    shutil.copytree(SUITES_DIR / "fire-mini" / "csv-column-stats", suite / "needs-image")
+    (suite / "needs-image" / "environment" / "setup.sh").unlink()  # only its Dockerfile left
+    proc = cli(f"panel.suite={suite}", "panel.eligible=[]", "panel.silent=[needs-image]",
+               "run=r", results=tmp_path / "results")
+    assert proc.returncode == 2, proc.stderr
+    error = [line for line in proc.stderr.splitlines() if "error" in line]
+    assert len(error) == 1 and "csv-column-stats: no environment/setup.sh" in error[0]
+    assert not (tmp_path / "results").exists()  # nothing recorded, not even the manifest
+
+
+def test_a_bad_environment_parameter_refuses_before_the_first_attempt(tmp_path: Path) -> None:
+    proc = cli("run=r", "+environment.keep_workdri=true", results=tmp_path)
+    assert proc.returncode == 2
+    assert "configs/environment/local.yaml: keep_workdri: unknown parameter" in proc.stderr
+    assert not (tmp_path / "rt").exists()

@@ -19,7 +19,8 @@ from fire_exp.paths import PORTFOLIOS_DIR, SUITES_DIR
 
 REPO = Path(__file__).resolve().parents[2]
 TASKS = ("enumerate-lock-codes", "log-error-summary")
-PLAN = "# analysis plan of the freezing tests\nprimary: [real, sham]\nresamples: 2000\n"
+# A valid plan (freezing parses it); the first "e" is in the comment, for flip_one_byte.
+PLAN = "# analysis plan of the freezing tests\n" + (REPO / "analysis" / "demo.yaml").read_text()
 
 
 def fire_exp(*args: str) -> subprocess.CompletedProcess[str]:

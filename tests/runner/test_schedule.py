@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from collections import Counter
 
+from fire_exp.policies.arms import ARMS
 from fire_exp.runner.schedule import attempt_seed, build_schedule, schedule_digest
 
 TASKS = [(f"t{i}", "eligible" if i < 4 else "silent") for i in range(8)]
-ARMS = ["real", "sham", "always_verify", "reconsider", "baseline"]
 
 
 def test_every_cell_once_and_each_block_is_a_permutation() -> None:

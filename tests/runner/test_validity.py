@@ -10,9 +10,10 @@ import numpy as np
 from fire_exp.records import Cause, read_records
 from fire_exp.runner.attempt import AttemptSpec, run_attempt
 from fire_exp.runner.build import build_panel
-from fire_exp.runner.executors import execute
-from fire_exp.runner.panel import job_for, run_panel
+from fire_exp.runner.jobs import job_for
+from fire_exp.runner.panel import run_panel
 from fire_exp.runner.progress import PlainProgress
+from fire_exp.runner.ray_executor import ray_attempt, received
 from fire_exp.runner.validity import (
     BASELINE_WITH_POLICY,
     LOAD_FAILED,
@@ -39,7 +40,7 @@ def test_policy_arm_without_events_is_invalid(tmp_path: Path, script) -> None:  
 def test_baseline_carrying_policies_is_invalid(tmp_path: Path) -> None:
     panel = build_panel(run_config(tmp_path, arms=("real", "baseline")))
     item = next(i for i in panel.schedule if i.arm == "baseline")
-    env = panel.make_environment(panel.tasks[T], tmp_path / "a", item.attempt_id)
+    env = panel.environment.make(panel.tasks[T], tmp_path / "a", item.attempt_id)
     spec = AttemptSpec(run="t", panel="rt", attempt_id=item.attempt_id, task=T,
                        cohort="silent", arm="baseline", replicate=0, order=item.order,
                        seed=item.seed)
@@ -56,20 +57,26 @@ def test_policies_that_fail_to_load_in_the_worker(tmp_path: Path) -> None:
     (broken / "bad.py").write_text("raise RuntimeError('syntax of the future')\n")
     panel = build_panel(run_config(tmp_path, arms=("real",)))
     job = job_for(panel, tmp_path / "run", panel.schedule[0])
-    bad_config = dataclasses.replace(job.config, panel=dataclasses.replace(
-        job.config.panel, portfolio=str(broken)))
-    record = execute(dataclasses.replace(job, config=bad_config))  # as a Ray worker does
+    bad_config = dataclasses.replace(panel.config, panel=dataclasses.replace(
+        panel.config.panel, portfolio=str(broken)))
+    returned = ray_attempt(bad_config, job)  # as a Ray worker does
+    assert returned[0] is None and "syntax of the future" in str(returned[1])
+    record = received(panel, job, *returned)  # as the driver does
     assert record.cause is Cause.HARNESS_FAILED and not record.fair
     assert not record.valid and record.invalid_reason is not None
     assert record.invalid_reason.startswith(LOAD_FAILED)
+    assert record.task_digest == panel.tasks[T].digest and record.run == "run"
+    assert "syntax of the future" in (Path(job.attempt_dir) / "logs" /
+                                      "harness-error.txt").read_text()
     # a worker whose sources differ from the driver's preregistered panel refuses too
-    record = execute(dataclasses.replace(job, panel_digest="0" * 64))
+    record = received(panel, job, *ray_attempt(panel.config, dataclasses.replace(
+        job, panel_digest="0" * 64)))
     assert not record.valid and "differ" in (record.invalid_reason or "")
 
 
 def test_guard_rules() -> None:
-    assert check_attempt("real", [], events=3, agent_ran=True).reason == NO_POLICIES
-    assert check_attempt("baseline", [], events=0, agent_ran=True).valid
+    assert check_attempt(True, [], events=3, agent_ran=True).reason == NO_POLICIES
+    assert check_attempt(False, [], events=0, agent_ran=True).valid
     # an environment that never started leaves nothing to judge (the rule replaces it)
     panel_families = [object()]
-    assert check_attempt("sham", panel_families, events=0, agent_ran=False).valid  # type: ignore[arg-type]
+    assert check_attempt(True, panel_families, events=0, agent_ran=False).valid  # type: ignore[arg-type]

@@ -12,7 +12,7 @@ from fire_exp.errors import InputError
 from fire_exp.importers import ArmMapping, cause_for, import_harbor, load_mapping
 from fire_exp.records import Cause, read_records
 from tests.conftest import run_cli
-from tests.report.helpers import REPO, harbor_trial
+from tests.importers.helpers import REPO, harbor_trial
 
 MAPPING = """\
 arm_from: job

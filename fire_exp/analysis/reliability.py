@@ -1,0 +1,101 @@
+"""Reliability over repeated attempts (seed 003): pass^k curves, consistency, McNemar.
+
+Per arm on the suite cohort: pass^k for k = 1..K (the ``pass_k`` rows), the consistency
+ratio pass^K / pass^1, pass^1 of each replicate ("trial") and its population standard
+deviation, the difference in per-task pass^K against the reference arm with a paired
+task-bootstrap interval (stream ``("report", "reliability", arm, cohort)``), and a pooled
+exact McNemar test against the reference with per-task pass^K (all K attempts passed)
+as the paired outcome and cohorts as strata.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from fire_exp.analysis.suite import Suite
+from fire_exp.stats import (
+    BootstrapInterval,
+    McNemarResult,
+    aggregate_tasks,
+    child_rng,
+    mcnemar_pooled,
+    paired_bootstrap,
+)
+
+__all__ = ["reliability_frame"]
+
+
+def _per_replicate_pass1(att: pd.DataFrame, arm: str) -> dict[int, float]:
+    """pass^1 of each replicate of ``arm``: the mean over tasks of that replicate's pass."""
+    g = att[att["arm"] == arm]
+    return {int(r): float(x["passed"].astype(float).mean())
+            for r, x in g.groupby("replicate", sort=True)}
+
+
+def _paired_pass_all(att: pd.DataFrame, arm: str, reference: str, k: int) -> pd.DataFrame:
+    """Per (cohort, task) with K attempts in both arms: did each arm pass all K?"""
+    agg = aggregate_tasks(att, by=("cohort", "task", "arm"))
+    agg = agg[agg["attempts"] == k]
+    pa = agg.assign(pass_all=agg["successes"] == k)
+    wide = pa[pa["arm"].isin([arm, reference])].pivot_table(
+        index=["cohort", "task"], columns="arm", values="pass_all", aggfunc="first")
+    if arm not in wide or reference not in wide:
+        return pd.DataFrame(columns=[arm, reference])
+    return wide[[arm, reference]].dropna().astype(bool)
+
+
+def _mcnemar(wide: pd.DataFrame, arm: str, reference: str) -> McNemarResult:
+    """b: tasks where only ``arm`` passed all K, c: only ``reference``, per cohort stratum;
+    ``mcnemar_pooled`` sums them and runs the exact test."""
+    b, c = [], []
+    for stratum in sorted(set(wide.index.get_level_values(0))):
+        x, y = wide.loc[stratum, arm], wide.loc[stratum, reference]
+        b.append(int((x & ~y).sum()))
+        c.append(int((~x & y).sum()))
+    return mcnemar_pooled(b or [0], c or [0])
+
+
+def _delta_pass_all(s: Suite, wide: pd.DataFrame, arm: str) -> BootstrapInterval | None:
+    if wide.empty:
+        return None
+    d = wide[arm].to_numpy(dtype=float) - wide[s.reference].to_numpy(dtype=float)
+    plan = s.plan
+    return paired_bootstrap({"d": d}, n_resamples=plan.bootstrap.n_resamples,
+                            confidence_level=plan.bootstrap.confidence_level,
+                            rng=child_rng(plan.seed, "report", "reliability", arm,
+                                          s.cohort))["d"]
+
+
+def reliability_frame(s: Suite, pass_k: pd.DataFrame) -> pd.DataFrame:
+    """Per arm: pass^k for k = 1..K, consistency, per-replicate pass^1 and spread,
+    Δpass^K against the reference with its interval, McNemar b, c, strata and p."""
+    att = s.attempts
+    pk = pass_k[pass_k["cohort"] == s.cohort]
+    reps = sorted(int(r) for r in att["replicate"].unique())
+    records = []
+    for arm in [a for a in s.arms if a in set(pk["arm"])]:
+        curve = pk[pk["arm"] == arm].set_index("k")
+        trial = _per_replicate_pass1(att, arm)
+        values = np.array([trial[r] for r in reps if r in trial])
+        rec: dict[str, object] = {"arm": arm, "n_tasks": int(curve["n_tasks"].iloc[0])}
+        for k in range(1, s.k + 1):
+            rec[f"pass_hat_{k}_pct"] = float(curve["pass_hat_k_pct"].get(k, np.nan))
+        # An arm with fewer attempts on some task has a shorter curve: no pass^K to divide.
+        rec["consistency"] = float(curve["consistency"].iloc[0]) \
+            if int(curve.index.max()) == s.k else np.nan
+        for r in reps:
+            rec[f"pass1_replicate_{r}_pct"] = 100 * trial.get(r, np.nan)
+        rec["pass1_pstd_pct"] = 100 * float(np.std(values, ddof=0)) if values.size else np.nan
+        wide = None if arm == s.reference else _paired_pass_all(att, arm, s.reference, s.k)
+        mc = None if wide is None else _mcnemar(wide, arm, s.reference)
+        dk = None if wide is None else _delta_pass_all(s, wide, arm)
+        rec.update({"delta_pass_all_pp": 100 * dk.estimate if dk else np.nan,
+                    "delta_ci_low_pp": 100 * dk.ci_low if dk else np.nan,
+                    "delta_ci_high_pp": 100 * dk.ci_high if dk else np.nan,
+                    "mcnemar_b": mc.b if mc else np.nan, "mcnemar_c": mc.c if mc else np.nan,
+                    "mcnemar_strata": mc.n_strata if mc else np.nan,
+                    "mcnemar_p": mc.p_value if mc else np.nan,
+                    "mcnemar_method": mc.method if mc else ""})
+        records.append(rec)
+    return pd.DataFrame(records)

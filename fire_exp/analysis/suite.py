@@ -1,0 +1,147 @@
+"""Suite metrics per arm against the reference arm (FIRE Tables 5–8).
+
+``suite_frame``: per arm on the suite cohort, pass@1 with its interval, Δ against the
+reference arm, pass@2 and pass^2, terminations, cost and time. A Δ the plan lists is
+taken from the plan's contrasts; one it does not list is computed with the same engine
+on a child stream keyed ``("report", "suite", contrast, cohort)`` (the key predates the
+move of this table into the analysis; changing it would change published numbers) and
+is marked exploratory (``delta_planned`` false). ``suite_transitions_frame``: tasks by
+successes out of K under the reference and under each arm. ``tasks_frame``: every task
+under every arm.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from fire_exp.analysis.plan import AnalysisPlan
+from fire_exp.stats import (
+    aggregate_tasks,
+    child_rng,
+    improvement_counts,
+    paired_bootstrap,
+    sign_flip_test,
+    task_matrix,
+    transition_table,
+)
+
+__all__ = ["TIMEOUT_CAUSES", "Suite", "suite_frame", "suite_transitions_frame", "tasks_frame"]
+
+TIMEOUT_CAUSES = frozenset({"agent_timeout", "verifier_timeout"})
+
+
+@dataclass(frozen=True)
+class Suite:
+    """What the suite tables are computed from.
+
+    Attributes:
+        plan: the analysis plan.
+        attempts: the scored attempts of the suite cohort.
+        arms: the arms present, in the paper's order.
+        reference: the arm the others are compared with.
+        cohort: the suite cohort's name.
+        k: attempts per task and arm (the one K of every table).
+    """
+
+    plan: AnalysisPlan
+    attempts: pd.DataFrame
+    arms: list[str]
+    reference: str
+    cohort: str
+    k: int
+
+
+def _delta(s: Suite, contrasts: pd.DataFrame, arm: str) -> dict[str, object]:
+    """The plan's contrast ``arm - reference`` if it has one, else an exploratory one."""
+    name = f"{arm} - {s.reference}"
+    hit = contrasts[(contrasts["contrast"] == name) & (contrasts["cohort"] == s.cohort)]
+    if not hit.empty:
+        r = hit.iloc[0]
+        return {"delta_pp": r["estimate_pp"], "delta_ci_low_pp": r["ci_low_pp"],
+                "delta_ci_high_pp": r["ci_high_pp"], "delta_p": r["p_value"],
+                "delta_p_method": r["p_method"], "delta_planned": True,
+                "improved": int(r["improved"]), "regressed": int(r["regressed"])}
+    _, rate = task_matrix(aggregate_tasks(s.attempts), "pass_rate", [arm, s.reference])
+    rate = rate[~np.isnan(rate).any(axis=1)]
+    d = rate[:, 0] - rate[:, 1]
+    plan = s.plan
+    sf = sign_flip_test(d, n_resamples=plan.permutation.n_resamples,
+                        max_enumeration=plan.permutation.max_enumeration,
+                        method=plan.permutation.method,
+                        rng=child_rng(plan.seed, "report", "suite", name, "signflip", s.cohort))
+    bi = paired_bootstrap({"d": d}, n_resamples=plan.bootstrap.n_resamples,
+                          confidence_level=plan.bootstrap.confidence_level,
+                          rng=child_rng(plan.seed, "report", "suite", name, s.cohort))["d"]
+    ic = improvement_counts(rate[:, 0], rate[:, 1])
+    return {"delta_pp": 100 * sf.statistic, "delta_ci_low_pp": 100 * bi.ci_low,
+            "delta_ci_high_pp": 100 * bi.ci_high, "delta_p": sf.p_value,
+            "delta_p_method": sf.method, "delta_planned": False,
+            "improved": ic.improved, "regressed": ic.regressed}
+
+
+_NO_DELTA = {"delta_pp": np.nan, "delta_ci_low_pp": np.nan, "delta_ci_high_pp": np.nan,
+             "delta_p": np.nan, "delta_p_method": "", "delta_planned": True,
+             "improved": np.nan, "regressed": np.nan}
+
+
+def _pass_k(pass_k: pd.DataFrame, cohort: str, arm: str, k: int) -> tuple[float, float]:
+    hit = pass_k[(pass_k["cohort"] == cohort) & (pass_k["arm"] == arm) & (pass_k["k"] == k)]
+    if hit.empty:
+        return float("nan"), float("nan")
+    return float(hit["pass_at_k_pct"].iloc[0]), float(hit["pass_hat_k_pct"].iloc[0])
+
+
+def suite_frame(s: Suite, pass_rates: pd.DataFrame, cost: pd.DataFrame,
+                contrasts: pd.DataFrame, pass_k: pd.DataFrame) -> pd.DataFrame:
+    """Per arm: pass@1 with CI, Δ vs reference, pass@2, pass^2, terminations, cost, time."""
+    pr = pass_rates[pass_rates["cohort"] == s.cohort].set_index("arm")
+    cost = cost[cost["cohort"] == s.cohort].set_index("arm")
+    records = []
+    for arm in [a for a in s.arms if a in pr.index]:
+        g = s.attempts[s.attempts["arm"] == arm]
+        r = pr.loc[arm]
+        delta = _NO_DELTA if arm == s.reference else _delta(s, contrasts, arm)
+        at2, hat2 = _pass_k(pass_k, s.cohort, arm, 2)
+        records.append({
+            "arm": arm, "n_tasks": int(r["n_tasks"]), "attempts": int(r["attempts"]),
+            "pass_at_1_pct": r["pass_rate_pct"], "ci_low_pct": r["ci_low_pct"],
+            "ci_high_pct": r["ci_high_pct"],
+            **{k: delta[k] for k in ("delta_pp", "delta_ci_low_pp", "delta_ci_high_pp",
+                                     "delta_p", "delta_p_method", "delta_planned")},
+            "pass_at_2_pct": at2, "pass_hat_2_pct": hat2,
+            "improved": delta["improved"], "regressed": delta["regressed"],
+            "tasks_fired": int(g.loc[g["funnel_fired"] == 1, "task"].nunique()),
+            "gave_up": int(g["gave_up"].sum()),
+            "timeouts": int(g["cause"].isin(TIMEOUT_CAUSES).sum()),
+            "crashes": int(((g["cause"] != "") & ~g["cause"].isin(TIMEOUT_CAUSES)).sum()),
+            "total_cost_usd": float(cost.loc[arm, "total_cost_usd"]),
+            "mean_agent_seconds": float(cost.loc[arm, "mean_agent_seconds"])})
+    return pd.DataFrame(records)
+
+
+def suite_transitions_frame(s: Suite) -> tuple[pd.DataFrame, int]:
+    """Per arm: tasks by successes out of K under the reference (``from``) and the arm
+    (columns ``0/K`` … ``K/K``); returns the frame and the most tasks left out of an arm
+    for lacking K attempts in one of the two arms."""
+    labels = [f"{i}/{s.k}" for i in range(s.k + 1)]
+    agg = aggregate_tasks(s.attempts)
+    blocks, left_out = [], 0
+    for arm in [a for a in s.arms if a != s.reference]:
+        _, succ = task_matrix(agg, "successes", [s.reference, arm])
+        _, n = task_matrix(agg, "attempts", [s.reference, arm])
+        full = (n[:, 0] == s.k) & (n[:, 1] == s.k)
+        left_out = max(left_out, int((~full).sum()))
+        tt = transition_table(succ[full, 0], succ[full, 1], s.k)
+        blocks += [{"arm": arm, "reference": s.reference, "from": label,
+                    **{c: int(tt.loc[label, c]) for c in labels}} for label in labels]
+    return pd.DataFrame(blocks), left_out
+
+
+def tasks_frame(attempts: pd.DataFrame) -> pd.DataFrame:
+    """Every (cohort, task, arm): attempts, successes, pass rate, cost and agent time."""
+    agg = aggregate_tasks(attempts, by=("cohort", "task", "arm"))
+    return agg[["cohort", "task", "arm", "attempts", "successes", "pass_rate", "cost_usd",
+                "agent_seconds"]].reset_index(drop=True)
