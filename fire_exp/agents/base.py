@@ -2,13 +2,18 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 import numpy as np
 
 from fire_exp.agents.session import AgentSession
 from fire_exp.records import Cause, Usage
+
+if TYPE_CHECKING:
+    from fire_exp.environments.base import Environment
+    from fire_exp.tasks.model import Task
 
 
 class ProviderError(Exception):
@@ -39,9 +44,10 @@ class Agent(Protocol):
     name: str
     tier: str | None
 
-    def preflight(self) -> None:
-        """Check, before a panel's first attempt, that the agent can run at all (its
-        binary, key, server). Raises :class:`~fire_exp.errors.PreflightError`."""
+    def preflight(self, environment: str) -> None:
+        """Check, before a panel's first attempt, that the agent can run at all with the
+        named environment (its binary, key, server). Raises
+        :class:`~fire_exp.errors.PreflightError`."""
         ...
 
     def run(self, session: AgentSession, *, rng: np.random.Generator) -> AgentOutcome:
@@ -49,11 +55,30 @@ class Agent(Protocol):
         ...
 
 
-def preflight_agent(agent: Agent) -> None:
-    """Run ``agent.preflight()``; an agent written before the hook existed has none."""
+@runtime_checkable
+class BoxedAgent(Protocol):
+    """An agent that runs inside the attempt's box (an agent CLI in a task container).
+
+    Before the panel, ``prepare_boxes`` installs it into every task's image (cached) and
+    tries it there; before each attempt's box starts, ``place`` tells the box what it needs.
+    """
+
+    def prepare_boxes(self, environment: str, tasks: Sequence[Task],
+                      env_params: Mapping[str, Any]) -> None:
+        """Install the agent into every task's box and try it. Raises EnvironmentFailure."""
+        ...
+
+    def place(self, env: Environment) -> None:
+        """Before ``env.start()``: configure the box this agent will run in."""
+        ...
+
+
+def preflight_agent(agent: Agent, environment: str) -> None:
+    """Run ``agent.preflight(environment)``; an agent written before the hook existed has
+    none."""
     check = getattr(agent, "preflight", None)
     if callable(check):
-        check()
+        check(environment)
 
 
 class NopAgent:
@@ -62,7 +87,7 @@ class NopAgent:
     name = "nop"
     tier: str | None = None
 
-    def preflight(self) -> None:
+    def preflight(self, environment: str) -> None:
         """Nothing to check."""
 
     def run(self, session: AgentSession, *, rng: np.random.Generator) -> AgentOutcome:
@@ -78,7 +103,7 @@ class OracleAgent:
     name = "oracle"
     tier: str | None = None
 
-    def preflight(self) -> None:
+    def preflight(self, environment: str) -> None:
         """Nothing to check (a task without a solution fails its own attempt)."""
 
     def run(self, session: AgentSession, *, rng: np.random.Generator) -> AgentOutcome:

@@ -30,7 +30,7 @@ import signal
 import subprocess
 import sys
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -39,14 +39,19 @@ import numpy as np
 
 import fire_exp
 from fire_exp.agents.base import AgentOutcome, ProviderError
+from fire_exp.agents.cli_container import CliPlacement, preflight, run_in_container
+from fire_exp.agents.cli_install import InstallSpec, prepare_cli_images
 from fire_exp.agents.cli_transcripts import CliTranscript, parse_claude_stream, parse_codex_json
 from fire_exp.agents.session import AgentSession, AttemptContext
-from fire_exp.environments.base import EnvironmentFailure
+from fire_exp.environments.base import Environment, EnvironmentFailure
+from fire_exp.environments.docker import DockerEnvironment
 from fire_exp.environments.local import LocalEnvironment
+from fire_exp.errors import PreflightError
 from fire_exp.policies.hook_settings import hook_settings
 from fire_exp.policies.hook_store import ActivitySummary, read_activity
 from fire_exp.policies.model import Step
 from fire_exp.records import Cause, Usage
+from fire_exp.tasks.model import Task
 
 _PACKAGE_PARENT = str(Path(fire_exp.__file__).resolve().parent.parent)
 _KEPT = 4000
@@ -83,13 +88,41 @@ class _HookedCli:
     def __init__(self, binary: str | None = None, model: str | None = None,
                  args: Sequence[str] = (), env_passthrough: Sequence[str] = (),
                  prices: dict[str, dict[str, float]] | None = None, hook_timeout_s: int = 60,
-                 tier: str | None = None) -> None:
+                 tier: str | None = None, install: dict[str, Any] | None = None,
+                 egress: Sequence[str] = ()) -> None:
         self.binary = binary or self.default_binary
         self.model, self.args = model, list(args)
         self.env_passthrough = list(env_passthrough)
         self.prices = dict(prices or {})
         self.hook_timeout_s = hook_timeout_s
         self.tier = tier
+        # In-container placement (environment=docker): fire_exp/agents/cli_container.py.
+        self.install = InstallSpec.from_config(install, f"configs/agent/{self.name}.yaml")
+        self.egress = list(egress)
+
+    def place(self, env: Environment) -> None:
+        """Before the box starts: with ``environment=docker`` the CLI runs inside it."""
+        if isinstance(env, DockerEnvironment):
+            env.placement = CliPlacement(self.name, self.install)
+
+    def prepare_images(self, client: Any, task_images: list[str]) -> dict[str, str]:
+        """Preflight for ``environment=docker``: install the CLI into every task image."""
+        return prepare_cli_images(client, self.name, self.install, task_images)
+
+    def preflight(self, environment: str) -> None:
+        """Before the panel: with ``environment=local`` the CLI must be on this machine's
+        PATH (with ``environment=docker`` it is installed into the task images instead)."""
+        if environment == "local" and shutil.which(self.binary) is None:
+            raise PreflightError(
+                f"agent={self.name}: the `{self.binary}` executable was not found on PATH",
+                f"install it ({self.install_hint}), point agent.binary at it, or run it in "
+                "the task's container with environment=docker")
+
+    def prepare_boxes(self, environment: str, tasks: Sequence[Task],
+                      env_params: Mapping[str, Any]) -> None:
+        """Before the panel: with ``environment=docker``, the CLI in every task's image."""
+        if environment == "docker":
+            preflight(self, list(tasks), dict(env_params))
 
     def _executable(self) -> str:
         found = shutil.which(self.binary)
@@ -102,10 +135,13 @@ class _HookedCli:
 
     def run(self, session: AgentSession, *, rng: np.random.Generator) -> AgentOutcome:
         """Run the CLI on the task; read back its commands, usage and hook events."""
-        executable = self._executable()
         env = session.env
+        if isinstance(env, DockerEnvironment):
+            return run_in_container(self, session, bridge_target(session.context),
+                                    self.install, self.egress)
         if not isinstance(env, LocalEnvironment):
-            raise EnvironmentFailure(f"agent={self.name} runs only with environment=local")
+            raise EnvironmentFailure(f"agent={self.name} runs with environment=local or docker")
+        executable = self._executable()
         hooks_dir = env.attempt_dir / "hooks"
         hooks_dir.mkdir(parents=True, exist_ok=True)
         target = bridge_target(session.context)

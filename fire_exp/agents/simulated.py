@@ -164,7 +164,7 @@ class SimulatedAgent:
         self.self_check = (self_check or DEFAULT_SELF_CHECK)[tier]
         self.think_s = think_s
 
-    def preflight(self) -> None:
+    def preflight(self, environment: str) -> None:
         """Nothing to check: the scripts were checked when the panel was built."""
 
     def run(self, session: AgentSession, *, rng: np.random.Generator) -> AgentOutcome:

@@ -28,9 +28,9 @@ import secrets
 import socket
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from fire_exp.environments import session_host
 from fire_exp.environments.base import (
@@ -57,6 +57,19 @@ HOST_PATH = "/opt/fire-exp/session_host.py"
 LOGS, TESTS, SOLUTION, PORT = "/logs", "/tests", "/solution", 8000
 _REPLY_MARGIN = 30.0  # seconds past a command's own timeout before the host gives up on it
 _VERIFIER_PID = "/tmp/.fire-exp-verifier.pid"
+
+
+class BoxPlacement(Protocol):
+    """What an agent that runs inside the container adds to it (see cli_container.py)."""
+
+    def image(self, client: Any, task_image: str) -> str:
+        """The image to run instead of ``task_image`` (e.g. with the agent's CLI in it)."""
+
+    def network(self, client: Any, network_mode: str, default: str) -> str:
+        """The Docker network for a task of ``network_mode`` (``default``: the task's own)."""
+
+    def volumes(self) -> dict[str, dict[str, str]]:
+        """Bind mounts, as docker-py's ``volumes`` (e.g. a CLI binary, read-only)."""
 
 
 def docker_client() -> Any:
@@ -127,6 +140,11 @@ class DockerEnvironment(Environment):
         self._channel: SessionChannel | None = None
         self._lock = threading.Lock()
         self._logs_copied = False
+        # Set by an agent that runs inside the box (a coding CLI): its image, network and
+        # mounts. None: the task's image and network as they are.
+        self.placement: BoxPlacement | None = None
+        # Values (a CLI's key) to blank out of every file copied from the container's /logs.
+        self.redactions: list[str] = []
 
     @property
     def paths(self) -> BoxPaths:
@@ -153,6 +171,8 @@ class DockerEnvironment(Environment):
     def start(self) -> None:
         self._client = docker_client()
         self.image = self._resolve_image()
+        if self.placement is not None:
+            self.image = self.placement.image(self._client, self.image)
         self._check_cancelled()
         self.container = self._create_container()
         self._prepare_box()
@@ -170,6 +190,10 @@ class DockerEnvironment(Environment):
 
         env = self.task.environment
         network = self.public_network if env.network_mode == "public" else "none"
+        volumes: dict[str, dict[str, str]] = {}
+        if self.placement is not None:
+            network = self.placement.network(self._client, env.network_mode, network)
+            volumes = self.placement.volumes()
         name = f"fire-exp-{slug(self.attempt_id, 40)}-{secrets.token_hex(3)}"
         try:
             return self._client.containers.run(
@@ -178,7 +202,8 @@ class DockerEnvironment(Environment):
                 environment=env.env | self.box_env(),
                 working_dir=env.workdir, network_mode=network, hostname="fire-box",
                 nano_cpus=int(env.cpus * 1e9), mem_limit=f"{env.memory_mb}m",
-                memswap_limit=f"{env.memory_mb}m", pids_limit=self.pids_limit)
+                memswap_limit=f"{env.memory_mb}m", pids_limit=self.pids_limit,
+                volumes=volumes or None)
         except docker.errors.DockerException as exc:
             self._remove_named(name)
             raise EnvironmentFailure(f"task {self.task.name}: the container did not start: "
@@ -225,11 +250,17 @@ class DockerEnvironment(Environment):
         if not self.container.put_archive("/", tar_directory(src, dest)):
             raise EnvironmentFailure(f"could not upload {src} to {dest}")
 
-    def exec(self, command: str, timeout: float) -> ExecResult:
+    def exec(self, command: str, timeout: float,
+             extra_env: Mapping[str, str] | None = None) -> ExecResult:
+        """Run ``command`` in the agent's session; ``extra_env`` reaches only this command
+        (a CLI's key travels in the request, never in the container's configuration)."""
         channel = self._channel
         if channel is None:
             raise EnvironmentFailure("the agent's session has ended")
-        req = {"op": "exec", "command": command, "timeout": timeout, "cwd": self.paths.workdir}
+        req: dict[str, Any] = {"op": "exec", "command": command, "timeout": timeout,
+                               "cwd": self.paths.workdir}
+        if extra_env:
+            req["env_extra"] = dict(extra_env)
         with self._lock:
             reply = channel.request(req, timeout + _REPLY_MARGIN)
         return ExecResult(exit_code=reply["exit_code"], stdout=reply["stdout"],
@@ -301,6 +332,14 @@ class DockerEnvironment(Environment):
         bits, _ = self.container.get_archive(LOGS)
         extract_archive(bits, self.attempt_dir)
         self._logs_copied = True
+        secrets_ = [v for v in self.redactions if len(v) >= 8]
+        for path in (self.attempt_dir / "logs").rglob("*") if secrets_ else ():
+            if path.is_file():
+                data = path.read_bytes()
+                if any(v.encode() in data for v in secrets_):
+                    for value in secrets_:
+                        data = data.replace(value.encode(), b"***")
+                    path.write_bytes(data)
 
     @classmethod
     def preflight(cls, **params: Any) -> None:

@@ -60,7 +60,7 @@ def cleanup(client: Any, *, everything: bool = False, images: bool = False,
         except Exception as exc:  # noqa: BLE001
             report.errors.append(f"network {network.name}: {exc}")
     if images or base:
-        kinds = {"task"} | ({"base"} if base else set())
+        kinds = {"task", "cli"} | ({"base"} if base else set())
         for image in client.images.list(filters={"label": f"{LABEL}=1"}):
             if image.labels.get(f"{LABEL}.kind") not in kinds:
                 continue

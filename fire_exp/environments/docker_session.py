@@ -54,6 +54,14 @@ class SessionChannel:
             raise EnvironmentFailure(f"the agent's session failed: {text[:400]}") from exc
         return reply
 
+    def read_line(self, timeout: float) -> bytes:
+        """The next stdout line of the exec'd process (for a process that speaks first)."""
+        return self._readline(time.monotonic() + timeout)
+
+    def send_line(self, data: bytes) -> None:
+        """Write ``data`` (one line, with its newline) to the process's stdin."""
+        self._sock.sendall(data)
+
     def _readline(self, deadline: float) -> bytes:
         while True:
             end = self._stdout.find(b"\n")

@@ -8,7 +8,8 @@ processes that left the session (``setsid``) can still be found by process id.
 
 Requests::
 
-    {"op": "exec", "command": "...", "timeout": 30, "cwd": "/app", "env": {...}}
+    {"op": "exec", "command": "...", "timeout": 30, "cwd": "/app", "env": {...},
+     "env_extra": {...}}
     {"op": "hangup", "grace": 0.5}
     {"op": "ping"}
 
@@ -186,6 +187,7 @@ def attached_streams(pid: int, inodes: set[int]) -> bool:
 
 def run_command(term: Terminal, marker: str, req: dict[str, Any]) -> dict[str, Any]:
     env = dict(req.get("env") or os.environ)
+    env.update(req.get("env_extra") or {})  # e.g. a CLI's key: this command only
     env["FIRE_ATTEMPT"] = marker
     out, out_w = term.pipe()
     err, err_w = term.pipe()

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import numpy as np
 
-from fire_exp.agents.base import Agent, AgentOutcome, ProviderError
+from fire_exp.agents.base import Agent, AgentOutcome, BoxedAgent, ProviderError
 from fire_exp.agents.session import AgentSession, AgentTimeout, AttemptContext
 from fire_exp.environments.base import Environment, EnvironmentFailure, VerifierResult
 from fire_exp.policies.arms import ARM_REGISTRY
@@ -157,6 +157,8 @@ def run_attempt(spec: AttemptSpec, env: Environment, agent: Agent, arm_families:
         if env.cancelled.is_set():
             raise _Cancelled
         try:
+            if isinstance(agent, BoxedAgent):  # it runs inside the box (a CLI in a container)
+                agent.place(env)
             env.start()
         except EnvironmentFailure as exc:
             cause, error = Cause.ENVIRONMENT_FAILED, str(exc)

@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from fire_exp import __version__
-from fire_exp.agents.base import Agent, preflight_agent
+from fire_exp.agents.base import Agent, BoxedAgent, preflight_agent
 from fire_exp.agents.simulated import load_script
 from fire_exp.analysis.plan import AnalysisPlan, load_plan
 from fire_exp.config import ComponentConfig, RunConfig
@@ -219,6 +219,10 @@ def prepare_panel(panel: Panel, report: Report | None = None) -> None:
     def stderr(line: str) -> None:
         print(line, file=sys.stderr, flush=True)
 
-    preflight_agent(panel.agent.make())
+    agent = panel.agent.make()
+    tasks = list(panel.tasks.values())
+    preflight_agent(agent, panel.environment.name)
     panel.environment.preflight()
-    panel.environment.prepare(list(panel.tasks.values()), report or stderr)
+    panel.environment.prepare(tasks, report or stderr)
+    if isinstance(agent, BoxedAgent):  # e.g. an agent CLI installed into every task image
+        agent.prepare_boxes(panel.environment.name, tasks, panel.environment.params)

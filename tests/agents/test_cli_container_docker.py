@@ -1,0 +1,295 @@
+"""Whole attempts with a CLI agent inside the task's container (Docker engine needed).
+
+The fake CLI (tests/fixtures/cli_container/fake_cli.py) is mounted read-only as a host
+binary, or installed by a script into a derived image; it runs in the container, executes
+its commands there and calls its hooks through the shim. Evidence that a command ran in
+the container is written to /logs/agent, which the attempt copies out.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+import docker.errors
+import numpy as np
+import pytest
+import requests
+
+from fire_exp.agents.cli_agents import ClaudeCodeAgent, CodexAgent
+from fire_exp.agents.cli_install import prepare_cli_image
+from fire_exp.agents.cli_network import ensure_egress_network, gateway_of
+from fire_exp.agents.openai import OpenAIAgent
+from fire_exp.agents.testing_server import ScriptedServer, solution_responder
+from fire_exp.environments.docker import DockerEnvironment
+from fire_exp.environments.images import LABEL
+from fire_exp.paths import SUITES_DIR
+from fire_exp.policies import build_arm, load_portfolio
+from fire_exp.records import AttemptRecord, record_to_line
+from fire_exp.runner.attempt import AttemptSpec, run_attempt
+from fire_exp.tasks.loader import load_task
+from tests.environments.helpers import make_task
+
+ROOT = Path(__file__).resolve().parents[2]
+FAKE_CLI = ROOT / "tests" / "fixtures" / "cli_container" / "fake_cli.py"
+KEY_ENV, KEY = "FIRE_H16_TEST_KEY", "sk-fake-fireexp-h16-Zq81LmWx0Pa"
+PASS = ["FAKE_CLI_SCRIPT", KEY_ENV]
+pytestmark = pytest.mark.docker
+
+
+@pytest.fixture
+def engine(docker_client: Any) -> Any:
+    """The Docker engine (tests/environments' session fixture: no container left over)."""
+    return docker_client
+
+
+@pytest.fixture
+def script(monkeypatch: pytest.MonkeyPatch) -> Any:
+    monkeypatch.setenv(KEY_ENV, KEY)
+
+    def set_script(commands: list[Any], after: list[Any] = ()) -> None:
+        monkeypatch.setenv("FAKE_CLI_SCRIPT", json.dumps(
+            {"commands": commands, "after_nudge": list(after)}))
+
+    return set_script
+
+
+def attempt(tmp_path: Path, task: str | Path, arm: str, agent: Any) -> AttemptRecord:
+    path = task if isinstance(task, Path) else SUITES_DIR / "fire-mini" / task
+    loaded = load_task(path)
+    real, controls = load_portfolio("fire-core"), load_portfolio("controls")
+    env = DockerEnvironment(loaded, tmp_path / "attempt", f"h16-cli-{arm}")
+    spec = AttemptSpec(run="r", panel="p", attempt_id=f"h16-cli-{arm}", task=loaded.name,
+                       cohort="eligible", arm=arm, replicate=0, order=0, seed=0,
+                       portfolio=str(real.path), controls=str(controls.path))
+    return run_attempt(spec, env, agent, build_arm(arm, real, controls).families,
+                       real.families, rng=np.random.default_rng(0))
+
+
+def mounted(cls: type, **kw: Any) -> Any:
+    return cls(install={"host_binary": str(FAKE_CLI)}, env_passthrough=PASS, **kw)
+
+
+def agent_logs(tmp_path: Path) -> Path:
+    return tmp_path / "attempt" / "logs" / "agent"
+
+
+def solve_wal() -> str:
+    return (SUITES_DIR / "fire-mini/recover-wal-orders/solution/solve.sh").read_text()
+
+
+DENIED = "sqlite3 evidence/orders.db .dump > /logs/agent/denied-ran.txt"
+
+
+def test_claude_code_in_the_container_is_denied_and_the_verifier_sees_its_work(
+        engine: Any, script: Any, tmp_path: Path) -> None:
+    script([DENIED, "hostname > /logs/agent/where.txt", solve_wal(),
+            f"echo the key is ${KEY_ENV}", "env > /logs/agent/env-dump.txt",
+            {"write": "/logs/agent/written.txt", "content": "an edit\n"}])  # Write tool
+    record = attempt(tmp_path, "recover-wal-orders", "real", mounted(ClaudeCodeAgent))
+    assert record.passed and record.cause is None and record.error is None and record.valid
+    logs = agent_logs(tmp_path)
+    assert (logs / "where.txt").read_text() == "fire-box\n"  # the container's hostname
+    assert (logs / "written.txt").read_text() == "an edit\n"  # edits land in the container
+    assert not (logs / "denied-ran.txt").exists()  # the deny reached the CLI in time
+    steps = [json.loads(x) for x in (logs / "commands.jsonl").read_text().splitlines()]
+    assert [s["denied"] for s in steps if s["kind"] == "command"] == \
+        [True, False, False, False, False]
+    assert steps[3]["output"] == "the key is ***\n"
+    # UserPromptSubmit, 5 x PreToolUse, 4 x PostToolUse, Stop: all reached the host
+    assert record.events == 11 and record.decisions == 1
+    assert f"{KEY_ENV}=***" in (logs / "env-dump.txt").read_text()  # /logs is redacted too
+    assert (record.funnel.state, record.funnel.fired, record.funnel.behavior) == (True,) * 3
+    assert not (tmp_path / "attempt" / "hooks" / "state").is_relative_to(logs)
+    for path in (tmp_path / "attempt").rglob("*"):
+        if path.is_file():
+            assert KEY.encode() not in path.read_bytes(), path
+    assert KEY not in record_to_line(record)
+
+
+def test_the_baseline_in_the_container_has_no_hooks(engine: Any, script: Any,
+                                                    tmp_path: Path) -> None:
+    script([DENIED, "ls /opt/fire-exp/agent > /logs/agent/agent-dir.txt",
+            "pgrep -f hook_rela[y] > /logs/agent/relay.txt || echo none > /logs/agent/relay.txt"])
+    record = attempt(tmp_path, "recover-wal-orders", "baseline", mounted(ClaudeCodeAgent))
+    assert record.cause is None and record.events == 0 and record.valid
+    logs = agent_logs(tmp_path)
+    assert (logs / "denied-ran.txt").stat().st_size > 0  # nothing stopped it
+    assert "claude-settings.json" not in (logs / "agent-dir.txt").read_text()
+    assert (logs / "relay.txt").read_text() == "none\n"
+    assert not (tmp_path / "attempt" / "hooks").exists()
+
+
+def test_codex_in_the_container_gets_the_stop_instruction_and_works_on(
+        engine: Any, script: Any, tmp_path: Path) -> None:
+    script(["echo python3 status_server.py"],
+           after=["echo second turn > /logs/agent/after-nudge.txt"])
+    prices = {"gpt-5-codex": {"input": 1.25, "output": 10.0}}
+    agent = mounted(CodexAgent, model="gpt-5-codex", prices=prices)
+    record = attempt(tmp_path, "serve-status-page", "real", agent)
+    assert record.cause is None and record.n_commands == 2 and record.decisions == 1
+    assert (agent_logs(tmp_path) / "after-nudge.txt").read_text() == "second turn\n"
+    summary = json.loads((agent_logs(tmp_path) / "hook-summary.json").read_text())
+    assert summary["by_event"]["Stop"] == 2 and summary["load_errors"] == 0
+    assert record.usage.cost_usd == pytest.approx((1200 * 1.25 + 300 * 10.0) / 1e6)
+
+
+def test_a_cli_missing_from_the_image_names_the_install_step(engine: Any, script: Any,
+                                                             tmp_path: Path) -> None:
+    script(["true"])
+    record = attempt(tmp_path, "csv-column-stats", "real",
+                     ClaudeCodeAgent(binary="claude-not-in-image"))
+    assert record.cause is not None and record.cause.value == "environment_failed"
+    assert "`claude-not-in-image` is not in the container" in (record.error or "")
+    assert "agent.install.script" in (record.error or "")
+
+
+def test_a_script_install_is_made_once_per_task_image_and_holds_no_key(
+        engine: Any, script: Any, tmp_path: Path) -> None:
+    class H16Claude(ClaudeCodeAgent):
+        name = "h16test-claude"
+
+    install = {"script": "set -e\nmkdir -p /usr/local/bin\ncat > /usr/local/bin/claude <<'EOF'\n"
+               + FAKE_CLI.read_text() + "EOF\nchmod 755 /usr/local/bin/claude\n",
+               "network": "none"}
+    agent = H16Claude(install=install, env_passthrough=PASS)
+    script(["command -v claude > /logs/agent/which.txt"])
+    task_image = None
+    try:
+        record = attempt(tmp_path, "csv-column-stats", "real", agent)
+        assert record.cause is None and record.events > 0, record.error
+        assert (agent_logs(tmp_path) / "which.txt").read_text() == "/usr/local/bin/claude\n"
+        task_image = next(t for t in engine.images.list(
+            filters={"label": [f"{LABEL}.kind=cli", f"{LABEL}.agent=h16test-claude"]}))
+        start = time.monotonic()
+        again = prepare_cli_image(engine, "h16test-claude",
+                                  task_image.labels[f"{LABEL}.from"], agent.install)
+        assert time.monotonic() - start < 2 and again in task_image.tags  # cached
+        config = task_image.attrs["Config"]
+        assert KEY not in json.dumps(config) and KEY not in json.dumps(task_image.history())
+        assert config["Entrypoint"] == ["/usr/bin/env"] and config["Cmd"] == ["/bin/bash"]
+    finally:
+        if task_image is not None:
+            engine.images.remove(task_image.id, force=True)
+
+
+def test_a_no_network_task_reaches_only_the_listed_endpoint(engine: Any, script: Any,
+                                                            tmp_path: Path) -> None:
+    gateway = gateway_of(engine, ensure_egress_network(engine))
+    upstream = socket.create_server((gateway, 0))
+    port = upstream.getsockname()[1]
+    threading.Thread(target=lambda: upstream.accept()[0].sendall(b"model endpoint\n"),
+                     daemon=True).start()
+    connect = (f"p=${{HTTPS_PROXY#http://}}; exec 3<>/dev/tcp/${{p%:*}}/${{p#*:}}; "
+               f"printf 'CONNECT {gateway}:{port} HTTP/1.1\\r\\n\\r\\n' >&3; "
+               "timeout 5 cat <&3 > /logs/agent/allowed.txt; true")
+    script([connect,
+            "curl -s -m 5 -p -x $HTTPS_PROXY https://example.org/ > /dev/null; "
+            "echo $? > /logs/agent/refused.txt",
+            "curl -s -m 3 --noproxy '*' http://1.1.1.1/ > /dev/null; "
+            "echo $? > /logs/agent/direct.txt"])
+    agent = mounted(ClaudeCodeAgent, egress=[f"{gateway}:{port}"])
+    try:
+        record = attempt(tmp_path, "csv-column-stats", "baseline", agent)
+    finally:
+        upstream.close()
+    assert record.cause is None, record.error
+    logs = agent_logs(tmp_path)
+    allowed = (logs / "allowed.txt").read_text()
+    assert allowed.startswith("HTTP/1.1 200") and allowed.endswith("model endpoint\n")
+    assert (logs / "refused.txt").read_text().strip() == "56"  # the proxy said 403
+    assert (logs / "direct.txt").read_text().strip() != "0"  # no route off the host
+    egress = [json.loads(x) for x in (logs / "egress.jsonl").read_text().splitlines()]
+    assert [(e["target"], e["allowed"]) for e in egress] == \
+        [(f"{gateway}:{port}", True), ("example.org:443", False)]
+
+
+def test_the_openai_agent_still_works_in_docker(engine: Any, monkeypatch: Any,
+                                                tmp_path: Path) -> None:
+    monkeypatch.setenv(KEY_ENV, KEY)
+    with ScriptedServer(solution_responder()) as server:
+        agent = OpenAIAgent(base_url=server.base_url, model="scripted-model-1",
+                            api_key_env=KEY_ENV, backoff_s=0.01)
+        record = attempt(tmp_path, "csv-column-stats", "real", agent)
+    assert record.passed and record.cause is None and record.events > 0
+
+
+def _run_panel(tmp_path: Path, name: str, *extra: str) -> subprocess.Popen[str]:
+    """A docker panel whose one attempt's CLI runs a command for two minutes."""
+    suite = tmp_path / "suite"
+    make_task(suite, "long-cli-attempt", agent_timeout=300.0)
+    env = os.environ | {"PYTHONPATH": str(ROOT), KEY_ENV: KEY,
+                        "FAKE_CLI_SCRIPT": json.dumps({"commands": ["sleep 120"]})}
+    return subprocess.Popen(
+        [sys.executable, "-m", "fire_exp", "run", "panel=demo", "agent=claude-code",
+         "agent.install.script=null", f"agent.install.host_binary={FAKE_CLI}",
+         f"agent.env_passthrough={PASS}",
+         "environment=docker", f"panel.suite={suite}", f"panel.name={name}",
+         "panel.eligible=[long-cli-attempt]", "panel.silent=[]", "panel.arms=[real]",
+         "panel.attempts=1", f"results_dir={tmp_path / 'results'}", "analyze=false", *extra],
+        cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+
+
+def test_the_preflight_stops_a_panel_whose_cli_is_not_in_the_image(engine: Any,
+                                                                   tmp_path: Path) -> None:
+    proc = _run_panel(tmp_path, "h16-cli-preflight", "agent.install.host_binary=null",
+                      "agent.binary=claude-not-installed")
+    _, stderr = proc.communicate(timeout=300)
+    assert proc.returncode == 2, stderr
+    assert "`claude-not-installed` is not in image fire-exp/task-long-cli-attempt" in stderr
+    attempts = list((tmp_path / "results").rglob("attempts.jsonl"))
+    assert all(not p.read_text().strip() for p in attempts)  # nothing was recorded
+
+
+def _wait_for_sleep(client: Any, proc: subprocess.Popen[str]) -> Any:
+    """The run's container once the CLI's command runs in it (relay and shim alive)."""
+    deadline = time.monotonic() + 180
+    while time.monotonic() < deadline:
+        assert proc.poll() is None, proc.stderr.read() if proc.stderr else ""
+        try:
+            for c in client.containers.list(filters={"label": f"{LABEL}.owner-pid={proc.pid}"}):
+                top = " ".join(" ".join(p) for p in c.top()["Processes"])
+                if "sleep 120" in top and "hook_relay.sh" in top:
+                    return c
+        except docker.errors.APIError:  # the container went away between list and top
+            pass
+        except requests.exceptions.ReadTimeout:  # a busy engine
+            pass
+        time.sleep(0.3)
+    raise AssertionError("the CLI's command never started in a container")
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGKILL], ids=["sigint", "sigkill"])
+def test_ctrl_c_and_sigkill_leave_no_container_and_no_relay(engine: Any,
+                                                           tmp_path: Path, sig: int) -> None:
+    proc = _run_panel(tmp_path, f"h16-cli-{sig.name.lower()}")
+    try:
+        _wait_for_sleep(engine, proc)
+        proc.send_signal(sig)
+        proc.wait(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    owned = {"label": f"{LABEL}.owner-pid={proc.pid}"}
+    if sig == signal.SIGKILL:  # nothing can clean up after SIGKILL but the next run
+        assert engine.containers.list(all=True, filters=owned)
+        cleanup = subprocess.run([sys.executable, "-m", "fire_exp", "cleanup"], cwd=ROOT,
+                                 capture_output=True, text=True, timeout=120,
+                                 env=os.environ | {"PYTHONPATH": str(ROOT)})
+        assert cleanup.returncode == 0, cleanup.stderr
+    else:
+        assert proc.returncode == 130
+    assert not engine.containers.list(all=True, filters=owned)
+    leftovers = subprocess.run(["pgrep", "-f", "hook_relay.sh|fire-exp-hook|fake_cli.py"],
+                               capture_output=True, text=True).stdout.split()
+    assert not leftovers, leftovers
