@@ -29,6 +29,7 @@ class PanelConfig:
     controls: str = "controls"
     analysis: str = "default"
     replacement: dict[str, Any] = field(default_factory=dict)
+    ablation: bool = False  # add a leave-one-family-out arm per family (policies/ablation.py)
 
     @property
     def tasks(self) -> list[tuple[str, str]]:
@@ -151,7 +152,15 @@ def panel_from_dict(data: dict[str, Any]) -> PanelConfig:
         portfolio=_require(data, "portfolio", str, where),
         controls=str(data.get("controls", "controls")),
         analysis=str(data.get("analysis", "default")),
-        replacement=dict(data.get("replacement") or {}))
+        replacement=dict(data.get("replacement") or {}),
+        ablation=_flag(data, "ablation", where))
+
+
+def _flag(data: dict[str, Any], key: str, where: str) -> bool:
+    value = data.get(key, False)
+    if not isinstance(value, bool):
+        raise InputError(f"configs/{where}", key, f"expected true or false, got {value!r}")
+    return value
 
 
 def run_config_from_dict(data: dict[str, Any]) -> RunConfig:

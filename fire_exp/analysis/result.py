@@ -75,6 +75,9 @@ class AnalysisResult:
         accounting: per arm, then ``total``: ``arm, scheduled`` (empty without
             prereg.json), ``finished_records, scored, replaced, invalid, in_flight``.
         prereg: the run's preregistered items: ``item, path, sha256``.
+        ablation: per leave-one-family-out arm ``real-minus-F``, family F's contribution
+            real − (real minus F) on F's eligible tasks (``fire_exp.analysis.ablation``);
+            empty without such arms.
 
     Attributes beyond the tables:
         plan: the plan analysed with.
@@ -109,6 +112,7 @@ class AnalysisResult:
     accounting: pd.DataFrame
     prereg: pd.DataFrame
     plan: AnalysisPlan
+    ablation: pd.DataFrame = field(default_factory=pd.DataFrame)
     arms: tuple[str, ...] = ()
     reference: str = ""
     main_cohort: str = "all"

@@ -20,6 +20,7 @@ import numpy as np
 import pandas as pd
 import scipy
 
+from fire_exp.analysis.ablation import ablation_contrasts
 from fire_exp.analysis.accounting import accounting_frame, prereg_frame, run_status, tier_label
 from fire_exp.analysis.arms import arms_in_order, main_cohort, reference_arm, suite_cohort
 from fire_exp.analysis.counts import errors_frame, funnel_frames, near_miss_frame, pass_k_frame
@@ -318,7 +319,8 @@ def analyze(source: str | Path | pd.DataFrame | LoadedAttempts | RunInputs,
         suite_transitions=suite_transitions, reliability=reliability_frame(suite, pass_k),
         tasks=tasks_frame(att),
         accounting=accounting_frame(loaded, inputs.records, inputs.prereg, order),
-        prereg=prereg_frame(inputs.prereg), plan=plan, arms=tuple(order),
+        prereg=prereg_frame(inputs.prereg), plan=plan,
+        ablation=ablation_contrasts(loaded, plan), arms=tuple(order),
         reference=suite.reference, main_cohort=main, suite_cohort=suite.cohort, k=suite.k,
         tier=tier_label(inputs.records, inputs.name),
         status=status,

@@ -30,6 +30,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "hook": ("fire_exp.cli.hook", "Claude Code / Codex hook bridge (reads JSON on stdin)"),
     "export-hooks": ("fire_exp.cli.export_hooks", "write a CLI's hook settings for a portfolio"),
     "import": ("fire_exp.cli.import_", "import another harness's results as an attempts file"),
+    "power": ("fire_exp.cli.power", "power of a panel's preregistered analysis (Hydra overrides)"),
 }
 
 

@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from fire_exp.errors import InputError
+from fire_exp.policies.ablation import ABLATION_PREFIX, ablation_arm_families
 from fire_exp.policies.loader import Portfolio, load_portfolio
 from fire_exp.policies.model import (
     Coding,
@@ -217,6 +218,19 @@ for _arm in (
     ARM_REGISTRY.register(_arm)
 # The paper's five arms, in the order reports list them.
 ARMS = ARM_REGISTRY.names()
+
+
+def _ablated(family: str) -> Arm:
+    name = f"{ABLATION_PREFIX}{family}"
+
+    def build(portfolio: Portfolio, controls: Portfolio) -> tuple[Family, ...]:
+        return ablation_arm_families(name, portfolio.families)
+
+    return Arm(name, build, True, f"the portfolio with {family} silenced")
+
+
+# Leave-one-family-out arms, derived like the sham (fire_exp/policies/ablation.py).
+ARM_REGISTRY.register_derived(ABLATION_PREFIX, _ablated)
 
 
 def build_arm(arm: str, portfolio: Portfolio, controls: Portfolio) -> ArmPolicies:

@@ -15,6 +15,7 @@ from pathlib import Path
 
 from fire_exp.analysis import AnalysisPlan, AnalysisResult, RunStatus, analyze, compare_tiers
 from fire_exp.errors import InputError
+from fire_exp.report.ablation import ablation_figure, ablation_table
 from fire_exp.report.accounting import accounting_table, prereg_table
 from fire_exp.report.cohorts import interaction_table, tasks_table
 from fire_exp.report.figures import pass_rate_figure
@@ -119,11 +120,12 @@ def render_report(result: AnalysisResult, out: Path | str) -> Report:
     the analysis' tables in ``out/data/``."""
     out = Path(out)
     tables = [build(result) for build in TABLE_BUILDERS]
+    tables += [ablation_table(result.ablation)] if not result.ablation.empty else []
     banner = result.status.message if result.status.partial else ""
     for table in tables:
         write_table(table, out, banner)
     write_tables(result, out / DATA_DIR)
-    figures = _figures(result, out)
+    figures = _figures(result, out) + ablation_figure(result.ablation, out / "fig_ablation")
     plan = result.plan
     source = Path(str(result.metadata.get("source")))
     run = source.parent if source.name == "attempts.jsonl" else source

@@ -31,6 +31,7 @@ from fire_exp.config import ComponentConfig, RunConfig
 from fire_exp.environments.base import Environment
 from fire_exp.errors import InputError
 from fire_exp.paths import ANALYSIS_DIR
+from fire_exp.policies.ablation import ablation_arms
 from fire_exp.policies.arms import ArmPolicies, build_arm
 from fire_exp.policies.loader import Portfolio, load_portfolio
 from fire_exp.registry import REGISTRY
@@ -196,15 +197,16 @@ def build_panel(config: RunConfig) -> Panel:
     portfolio = load_portfolio(pc.portfolio)
     controls = load_portfolio(pc.controls)
     plan_path = resolve_plan(pc.analysis)
+    arm_names = list(ablation_arms(pc.arms, portfolio.families, pc.ablation))
     return Panel(
         name=pc.name, seed=config.seed, tasks=tasks, cohorts=dict(pc.tasks),
         portfolio=portfolio, controls=controls,
-        arms={arm: build_arm(arm, portfolio, controls) for arm in pc.arms},
+        arms={arm: build_arm(arm, portfolio, controls) for arm in arm_names},
         analysis_plan=plan_path, plan=load_plan(plan_path),
         replacement=ReplacementRule.from_config(pc.replacement, where),
         agent=agent_factory(config.agent), environment=environment_factory(config.environment),
         executor=make_executor(config.executor),
-        schedule=build_schedule(pc.tasks, pc.arms, pc.attempts, config.seed), config=config)
+        schedule=build_schedule(pc.tasks, arm_names, pc.attempts, config.seed), config=config)
 
 
 def prepare_panel(panel: Panel, report: Report | None = None) -> None:

@@ -180,6 +180,17 @@ def write_manifest(panel: Panel, path: Path) -> dict[str, Any]:
     return manifest
 
 
+def record_power(path: Path, power: dict[str, Any]) -> dict[str, Any]:
+    """Add a power analysis (``fire_exp.power.manifest.power_record``) to the manifest at
+    ``path`` under ``power``; the hashes, and so verification, are unchanged."""
+    manifest = read_manifest(path)
+    manifest["power"] = power
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(json.dumps(manifest, indent=1) + "\n", encoding="utf-8")
+    tmp.replace(path)
+    return manifest
+
+
 def verify_manifest(panel: Panel, path: Path) -> dict[str, Any]:
     """Recompute every hash of ``panel`` and compare with the manifest at ``path``.
 
