@@ -11,21 +11,20 @@ from collections.abc import Iterable
 import pandas as pd
 
 from fire_exp.analysis.plan import AnalysisPlan, parse_contrast
+from fire_exp.policies.arms import ARM_REGISTRY
 
 __all__ = ["ARM_ORDER", "arms_in_order", "main_cohort", "reference_arm", "suite_cohort"]
 
-ARM_ORDER = ("real", "sham", "always_verify", "reconsider", "baseline")
+ARM_ORDER = ARM_REGISTRY.names()  # the paper's order, as the arms are registered
 
 
 def arms_in_order(arms: Iterable[str]) -> list[str]:
-    """The paper's arm order, then any other arm alphabetically.
+    """The registered (paper's) arm order, then any other arm (ablation arms) by name.
 
     >>> arms_in_order(["baseline", "x", "real"])
     ['real', 'baseline', 'x']
     """
-    present = set(arms)
-    known = [a for a in ARM_ORDER if a in present]
-    return known + sorted(present - set(known))
+    return ARM_REGISTRY.order(set(arms))
 
 
 def reference_arm(plan: AnalysisPlan, arms: list[str]) -> str:

@@ -21,7 +21,7 @@ import pandas as pd
 from fire_exp.analysis.plan import AnalysisPlan
 from fire_exp.analysis.validate import Entry, check_entries
 from fire_exp.errors import InputError
-from fire_exp.records import AttemptRecord, ReadResult, RecordsFileError, read_records
+from fire_exp.records import AttemptRecord, ReadResult, read_records
 
 __all__ = ["ATTEMPT_COLUMNS", "LoadedAttempts", "check_records", "load_attempts",
            "loaded_from_records", "normalize_frame", "validate_attempts"]
@@ -47,6 +47,8 @@ class LoadedAttempts:
         torn_tail: the file's last line was torn by a crash and ignored.
         superseded: the records the replacement rule dropped (task, arm, replicate,
             cause), kept so error rates per arm count every failed attempt.
+        coding_errors: scored attempts with a family whose extractor raised (that family
+            is uncoded there; the record names the error).
     """
 
     attempts: pd.DataFrame
@@ -58,6 +60,7 @@ class LoadedAttempts:
     torn_tail: bool = False
     superseded: pd.DataFrame = field(
         default_factory=lambda: pd.DataFrame(columns=[*KEY, "cause"]))
+    coding_errors: int = 0
 
 
 def _tri(value: bool | None) -> float:
@@ -109,11 +112,7 @@ def _record_row(r: AttemptRecord, no_fair: bool) -> dict[str, object]:
 
 
 def _read(path: Path) -> ReadResult:
-    try:
-        return read_records(path)
-    except RecordsFileError as exc:
-        raise InputError(exc.path, f"line {exc.line}, field '{exc.field}'",
-                         str(exc).split(": ", 2)[-1], "fix or remove that line") from exc
+    return read_records(path)  # a malformed line is a RecordsFileError (an InputError)
 
 
 def check_records(path: Path | str, read: ReadResult, plan: AnalysisPlan | None, *,
@@ -175,7 +174,8 @@ def loaded_from_records(read: ReadResult, path: Path | str) -> LoadedAttempts:
         n_superseded=len(superseded), torn_tail=read.torn_tail,
         superseded=pd.DataFrame([{"task": r.task, "arm": r.arm, "replicate": r.replicate,
                                   "cause": r.cause.value if r.cause else ""}
-                                 for r in superseded], columns=[*KEY, "cause"]))
+                                 for r in superseded], columns=[*KEY, "cause"]),
+        coding_errors=sum(1 for r, _ in chosen if r.coding_errors))
 
 
 def normalize_frame(frame: pd.DataFrame) -> pd.DataFrame:

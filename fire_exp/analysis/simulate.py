@@ -7,9 +7,10 @@ from collections.abc import Mapping
 import numpy as np
 import pandas as pd
 
+from fire_exp.policies.arms import ARMS
+
 __all__ = ["ARMS", "simulate_panel"]
 
-ARMS = ("real", "sham", "always_verify", "reconsider", "baseline")
 
 
 def simulate_panel(n_tasks: int, *, attempts: int = 2, rng: np.random.Generator,

@@ -294,6 +294,9 @@ def analyze(source: str | Path | pd.DataFrame | LoadedAttempts | RunInputs,
         sensitivity, _, _ = _run_cohorts(plan, sens_att, ("sensitivity",), k, [])
     elif plan.missing_data.sensitivity == "exclude":
         notes.append("sensitivity analysis: no infrastructure failures; identical to primary")
+    if loaded.coding_errors:
+        notes.append(f"{loaded.coding_errors} scored attempt(s) have a family whose extractor "
+                     "raised: that family is uncoded there (see coding_errors in the records)")
     funnel, family_funnel = funnel_frames(att, loaded.families, plan.cohorts)
     arms = pd.DataFrame([{k: v for k, v in r.items() if k != "_curve"} for r in arm_rows])
     cost_cols = ["total_cost_usd", "cost_per_success_usd", "cost_ci_low_usd",

@@ -75,7 +75,7 @@ def test_jsonl_errors_name_line_and_field(tmp_path):
         fh.write('{"schema_version": 1, "kind": "finished", "run": 3}\n')
     with pytest.raises(InputError) as exc:
         load_attempts(path)
-    assert exc.value.field.startswith("line 2, field ")
+    assert "attempts.jsonl: line 2, field 'run'" in str(exc.value)
 
 
 def test_missing_file(tmp_path):

@@ -116,3 +116,27 @@ def test_degenerate_panel_gives_defined_results(fast_plan):
     row = c.query("contrast == 'real - sham' and cohort == 'eligible'").iloc[0]
     assert row.p_value == 1.0 and row.p_method == "degenerate"
     assert row.ci_low_pp == row.ci_high_pp == 0.0 and "degenerate" in row.flag
+
+
+def test_an_extractor_error_is_counted_and_noted_never_dropped(tmp_path, fast_plan):
+    from fire_exp.analysis import analyze
+    from fire_exp.records import FamilyFunnel, append_records
+    from tests.analysis.analysis_helpers import make_record
+
+    path = tmp_path / "attempts.jsonl"
+    records = []
+    for i in range(4):
+        for arm in ("real", "sham", "always_verify", "reconsider", "baseline"):
+            broken = i == 0 and arm == "real"
+            records.append(make_record(
+                f"t{i}", arm, passed=(i + len(arm)) % 2 == 0, families=["enumeration"],
+                family_funnel=[FamilyFunnel(family="enumeration", state=None if broken else True,
+                                            fired=arm != "baseline", behavior=None)],
+                coding_errors={"enumeration": "ValueError: boom"} if broken else {}))
+    append_records(path, records)
+    result = analyze(path, fast_plan)
+    assert any("1 scored attempt(s) have a family whose extractor raised" in n
+               for n in result.notes)
+    clean = tmp_path / "clean.jsonl"
+    append_records(clean, [r.model_copy(update={"coding_errors": {}}) for r in records])
+    assert not any("extractor raised" in n for n in analyze(clean, fast_plan).notes)
