@@ -17,7 +17,7 @@ def _stub(folder: Path, name: str, body: str) -> None:
 
 
 def _run(tmp_path: Path, docker_ok: bool) -> tuple[subprocess.CompletedProcess[str], list[str]]:
-    for name in ("python", "fire-exp", "mmdebstrap"):
+    for name in ("python", "fire-exp", "mmdebstrap", "chromedriver"):
         _stub(tmp_path, name, "true")
     _stub(tmp_path, "docker", "true" if docker_ok else "exit 1")
     env = os.environ | {"PATH": f"{tmp_path}:/usr/bin:/bin"}
