@@ -63,6 +63,10 @@ class RunConfig:
     prereg: str | None = None
     analyze: bool = True
     resume: str | None = None  # the run being resumed (``run`` is then the same name)
+    # The file each config group was composed from (Hydra's choices, e.g. panel -> demo),
+    # recorded at the entry point so the preregistration can hash the files anywhere
+    # (a Ray worker rebuilds the panel without Hydra).
+    choices: dict[str, str] = field(default_factory=dict)
 
     def config_hash(self) -> str:
         """SHA-256 of what defines the experiment (not where or when it runs)."""
@@ -163,8 +167,10 @@ def _flag(data: dict[str, Any], key: str, where: str) -> bool:
     return value
 
 
-def run_config_from_dict(data: dict[str, Any]) -> RunConfig:
-    """Build the typed RunConfig from a resolved config (``OmegaConf.to_container``)."""
+def run_config_from_dict(data: dict[str, Any],
+                         choices: dict[str, str] | None = None) -> RunConfig:
+    """Build the typed RunConfig from a resolved config (``OmegaConf.to_container``) and
+    the file each config group was chosen from (Hydra's runtime choices)."""
     for group in ("panel", "agent", "environment", "executor"):
         if not isinstance(data.get(group), dict):
             raise InputError("configs/config.yaml", group, "missing config group",
@@ -181,7 +187,8 @@ def run_config_from_dict(data: dict[str, Any]) -> RunConfig:
         environment=_component(data["environment"], "environment"),
         executor=_component(data["executor"], "executor"), seed=seed,
         run=run, results_dir=str(data.get("results_dir", "results")),
-        prereg=data.get("prereg"), analyze=bool(data.get("analyze", True)), resume=resume)
+        prereg=data.get("prereg"), analyze=bool(data.get("analyze", True)), resume=resume,
+        choices=dict(choices or {}))
 
 
 def _run_name(data: dict[str, Any]) -> tuple[str, str | None]:

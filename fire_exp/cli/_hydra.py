@@ -15,9 +15,14 @@ from fire_exp.paths import CONFIG_DIR
 
 
 def to_run_config(cfg: DictConfig) -> RunConfig:
-    """Convert Hydra's DictConfig to the typed RunConfig, once, at the edge."""
+    """Convert Hydra's DictConfig to the typed RunConfig, once, at the edge (with the file
+    each config group was chosen from)."""
+    from hydra.core.hydra_config import HydraConfig
+
     data: Any = OmegaConf.to_container(cfg, resolve=True)
-    return run_config_from_dict(data)
+    choices = ({k: str(v) for k, v in HydraConfig.get().runtime.choices.items() if v}
+               if HydraConfig.initialized() else {})
+    return run_config_from_dict(data, choices)
 
 
 def hydra_main(prog: str, argv: list[str], body: Callable[[RunConfig], int]) -> int:

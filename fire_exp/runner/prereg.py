@@ -61,16 +61,10 @@ def _digest(hashes: dict[str, str]) -> str:
 def config_files(config: RunConfig) -> dict[str, Path]:
     """The config files the run was composed from: ``configs/config.yaml`` and one per group.
 
-    Hydra's recorded choices name the files; outside Hydra a group's file is its name's.
+    Hydra's choices (recorded in the config at the entry point) name the files; without
+    them a group's file is its name's.
     """
-    choices: dict[str, str] = {}
-    try:
-        from hydra.core.hydra_config import HydraConfig
-
-        if HydraConfig.initialized():
-            choices = {k: str(v) for k, v in HydraConfig.get().runtime.choices.items() if v}
-    except ImportError:  # pragma: no cover - hydra is a dependency
-        pass
+    choices = config.choices
     names = {"panel": config.panel.name, "agent": config.agent.name,
              "environment": config.environment.name}
     files = {"config": CONFIG_DIR / "config.yaml"}
