@@ -29,3 +29,12 @@ class InputError(FireExpError):
 
 class PreregistrationError(FireExpError):
     """Something hashed in a preregistration manifest changed after freezing."""
+
+
+class PreflightError(FireExpError):
+    """What a panel needs (an agent CLI, a model endpoint, an image) is missing: nothing ran."""
+
+
+class ProtocolError(FireExpError):
+    """The other side refused a request fire-exp built: no attempt can succeed, so the run
+    stops (the message quotes the server)."""

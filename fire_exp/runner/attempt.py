@@ -3,7 +3,8 @@
 ``run_attempt`` takes objects, not config: a task, an environment, an agent, the arm's
 families and the coding portfolio. It writes only into the attempt's own log folder and
 returns an :class:`AttemptRecord`; it never raises for a failure of the attempt (the
-failure is the record's ``cause``).
+failure is the record's ``cause``), only a :class:`~fire_exp.errors.ProtocolError`, which
+stops the run.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ import numpy as np
 from fire_exp.agents.base import Agent, AgentOutcome, ProviderError
 from fire_exp.agents.session import AgentSession, AgentTimeout
 from fire_exp.environments.base import Environment, EnvironmentFailure, VerifierResult
+from fire_exp.errors import ProtocolError
 from fire_exp.policies.model import Family, Step
 from fire_exp.policies.runtime import PolicyRuntime
 from fire_exp.records import AttemptRecord, Cause, FamilyFunnel, Funnel, Timings, Usage
@@ -111,6 +113,8 @@ def _run_agent(agent: Agent, session: AgentSession, rng: np.random.Generator
         return AgentOutcome(), (Cause.PROVIDER_FAILED if before else Cause.AGENT_ERROR), str(exc)
     except EnvironmentFailure as exc:
         return AgentOutcome(), Cause.ENVIRONMENT_FAILED, str(exc)
+    except ProtocolError:
+        raise  # no attempt can succeed: the run stops
     except Exception as exc:  # noqa: BLE001 - a crash of the agent is the attempt's failure
         cause = Cause.AGENT_ERROR if session.n_commands else Cause.HARNESS_FAILED
         return AgentOutcome(), cause, f"{type(exc).__name__}: {exc}"
@@ -148,6 +152,8 @@ def run_attempt(spec: AttemptSpec, env: Environment, agent: Agent, arm_families:
                     cause, error = verifier.cause, verifier.message
     except _Cancelled:
         pass
+    except ProtocolError:
+        raise
     except EnvironmentFailure as exc:
         cause, error = Cause.ENVIRONMENT_FAILED, str(exc)
     except Exception as exc:  # noqa: BLE001 - a harness fault is recorded, not raised

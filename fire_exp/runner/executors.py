@@ -22,6 +22,7 @@ import numpy as np
 
 from fire_exp.config import RunConfig
 from fire_exp.environments.base import Environment
+from fire_exp.errors import ProtocolError
 from fire_exp.records import AttemptRecord, Cause
 from fire_exp.runner.attempt import AttemptSpec, now_iso, run_attempt
 from fire_exp.runner.build import Panel, build_panel, versions
@@ -194,6 +195,8 @@ class LocalExecutor:
 def _result(future: cf.Future[AttemptRecord], job: AttemptJob, panel: Panel) -> AttemptRecord:
     try:
         return future.result()
+    except ProtocolError:
+        raise  # the run stops (run_attempt)
     except Exception as exc:  # noqa: BLE001 - a fault outside run_attempt is the harness's
         return harness_failure(job, f"{type(exc).__name__}: {exc}",
                                task_digest=panel.tasks[job.item.task].digest)
