@@ -26,7 +26,6 @@ key is read from the environment variable *named* by ``api_key_env`` and never w
 
 from __future__ import annotations
 
-import json
 import os
 from typing import Any
 

@@ -66,7 +66,8 @@ def _text(content: Any) -> str | None:
 def check_call(raw: Any, n: int, seen: set[str]) -> ToolCall:
     """Check the ``n``-th tool call of a reply; ``seen`` holds the ids already used."""
     call = raw if isinstance(raw, dict) else {}
-    function = call.get("function") if isinstance(call.get("function"), dict) else {}
+    found = call.get("function")
+    function: dict[str, Any] = found if isinstance(found, dict) else {}
     name = str(function.get("name") or "")
     raw_args = function.get("arguments")
     arguments = raw_args if isinstance(raw_args, str) else json.dumps(raw_args or {})
