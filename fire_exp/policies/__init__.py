@@ -17,6 +17,7 @@ from fire_exp.policies.model import (
     rule,
 )
 from fire_exp.policies.runtime import LogEntry, PolicyRuntime
+from fire_exp.policies.status import succeeded
 
 __all__ = [
     "ALLOW",
@@ -42,4 +43,5 @@ __all__ = [
     "resolve_portfolio",
     "rule",
     "sha256_file",
+    "succeeded",
 ]

@@ -7,7 +7,7 @@ exists; behavior — a complete copy precedes the first mutating open.
 
 import re
 
-from fire_exp.policies import ALLOW, Coding, Family, deny, rule
+from fire_exp.policies import ALLOW, Coding, Family, deny, rule, succeeded
 
 RECOVERY = re.compile(r"\b(recover\w*|repair\w*|forensic\w*|corrupt\w*|damaged|truncated|"
                       r"deleted|lost)\b", re.I)
@@ -45,7 +45,8 @@ class DatabaseEvidence(Family):
         return bool(RECOVERY.search(task_text) and DATABASE.search(task_text))
 
     def track(self, event, state):
-        if event.name == "PostToolUse" and event.exit_code == 0 and _is_backup(event.command):
+        if event.name == "PostToolUse" and _is_backup(event.command) \
+                and succeeded(event.exit_code, event.output):
             state["backup"] = True
 
     @rule(events=("PreToolUse",), limit=None)  # repeats until the copy exists
@@ -62,7 +63,8 @@ class DatabaseEvidence(Family):
         for step in trajectory:
             if step.kind != "command":
                 continue
-            if _is_backup(step.command) and not step.denied and step.exit_code == 0:
+            if _is_backup(step.command) and not step.denied \
+                    and succeeded(step.exit_code, step.output):
                 backup = True
                 continue
             if MUTATING.search(step.command):

@@ -7,7 +7,7 @@ tokenizer and field subtotals; behavior — subtotals reconciled to the total.
 
 import re
 
-from fire_exp.policies import ALLOW, Coding, Family, instruct, rule
+from fire_exp.policies import ALLOW, Coding, Family, instruct, rule, succeeded
 
 COUNT = re.compile(r"\b(count|number of|total)\b[^.]{0,40}\btokens?\b|\btoken counts?\b", re.I)
 DATASET = re.compile(r"\b(dataset|corpus|jsonl|parquet|split|records?)\b", re.I)
@@ -36,7 +36,7 @@ class TokenAccounting(Family):
         return all(p.search(task_text) for p in (COUNT, DATASET, SUBSET, TOKENIZER))
 
     def track(self, event, state):
-        if event.name == "PostToolUse" and event.exit_code == 0 \
+        if event.name == "PostToolUse" and succeeded(event.exit_code, event.output) \
                 and _reconciles(event.command, event.output):
             state["reconciled"] = True
         elif event.name == "PreToolUse":
@@ -54,7 +54,7 @@ class TokenAccounting(Family):
             if step.kind == "stop":
                 if risky is None:
                     risky = not reconciled
-            elif not step.denied and step.exit_code == 0 \
+            elif not step.denied and succeeded(step.exit_code, step.output) \
                     and _reconciles(step.command, step.output):
                 reconciled = True
         if not any(s.kind == "command" for s in trajectory):
