@@ -32,7 +32,18 @@ class PreregistrationError(FireExpError):
 
 
 class PreflightError(FireExpError):
-    """What a panel needs (an agent CLI, a model endpoint, an image) is missing: nothing ran."""
+    """Something the agent or the environment needs is missing, so the panel cannot run.
+
+    Raised before the first attempt, so nothing is recorded.
+
+    Args:
+        what: what is missing or wrong (the binary, the key, the engine).
+        how_to_fix: what to do about it.
+    """
+
+    def __init__(self, what: str, how_to_fix: str) -> None:
+        self.what, self.how_to_fix = what, how_to_fix
+        super().__init__(f"{what} ({how_to_fix})")
 
 
 class ProtocolError(FireExpError):

@@ -149,7 +149,9 @@ class OpenAIAgent:
         try:
             client = self._client()
         except ChatError as exc:
-            raise PreflightError(f"agent=openai: {exc}") from None
+            raise PreflightError(f"agent=openai: {exc}",
+                                 "export the key, or set agent.api_key_env='' for an endpoint "
+                                 "without one") from None
         try:
             client.models()
         except ChatError as exc:
@@ -159,7 +161,7 @@ class OpenAIAgent:
                     "start an OpenAI-compatible server there (e.g. `python -m "
                     "llama_cpp.server --model M.gguf --port 8080`) or set agent.base_url")
             raise PreflightError(f"agent=openai: the endpoint {self.base_url} does not "
-                                 f"answer: {exc} ({hint})") from None
+                                 f"answer: {exc}", hint) from None
 
     def run(self, session: AgentSession, *, rng: np.random.Generator) -> AgentOutcome:
         """Work on the task until the model stops and the policies let it.

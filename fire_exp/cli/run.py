@@ -73,6 +73,9 @@ def _run(config: RunConfig, argv: list[str], resume: str | None) -> int:
     if resume is not None and not run_dir.is_dir():
         raise InputError(run_dir, "resume", f"no run {resume!r} of panel {panel.name!r}",
                          "check resume=, panel= and results_dir=")
+    check = getattr(panel.make_agent(), "preflight", None)  # h13b wires this in build.py
+    if callable(check):
+        check()  # a PreflightError refuses the run before anything is recorded
     status = preregister(panel, run_dir)
     print(f"panel {panel.name}: {len(panel.schedule)} attempts "
           f"({len(panel.tasks)} tasks x {len(panel.arms)} arms x {config.panel.attempts}); "
