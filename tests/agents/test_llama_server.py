@@ -88,7 +88,7 @@ def test_a_small_panel_against_llama_cpp_has_no_protocol_error(llama_server: str
     proc = subprocess.run(
         [sys.executable, "-m", "fire_exp", "run", "panel=demo", "agent=openai",
          f"agent.base_url={llama_server}", "agent.model=smollm2", "agent.api_key_env=''",
-         "agent.max_steps=6", "agent.retries=2", "panel.attempts=1",
+         "agent.max_steps=4", "agent.retries=2", "panel.attempts=1",
          "panel.eligible=[serve-status-page]", "panel.silent=[csv-column-stats]",
          "panel.arms=[real,baseline]", "executor.workers=1", f"results_dir={tmp_path}",
          "analyze=false"],

@@ -62,8 +62,8 @@ def test_provider_fields_are_never_echoed_back(fake_key, run_task: RunFn) -> Non
 
 def test_the_llama_cpp_reply_recorded_in_the_fixtures_goes_back_clean(
         fake_key, run_task: RunFn) -> None:
-    recorded = json.loads((FIXTURES / "llama-cpp-python-0.3-chatml-function-calling.json")
-                          .read_text())
+    name = "llama-cpp-python-0.3.36-chatml-function-calling__chat-completion-tool-call.json"
+    recorded = json.loads((FIXTURES / name).read_text())
     script = [{"status": 200, "body": recorded, "headers": {}}, text("Done.")]
     with ScriptedServer(script, strict=True) as server:
         record = run_task("csv-column-stats", "baseline", agent_for(server))
