@@ -5,9 +5,10 @@ A server's answer carries provider fields (``index``, ``function_call``, ``refus
 What goes back to the server is rebuilt from scratch in the standard shapes of the Chat
 Completions API reference (https://platform.openai.com/docs/api-reference/chat/create):
 
-- assistant: ``{"role": "assistant", "content": str | None, "tool_calls": [{"id",
+- assistant: ``{"role": "assistant", "content": str, "tool_calls": [{"id",
   "type": "function", "function": {"name", "arguments": str}}]}`` (no ``tool_calls`` key
-  when there are none);
+  when there are none; no ``content`` key, rather than a null one, when there is no text
+  beside the tool calls);
 - tool result: ``{"role": "tool", "tool_call_id", "content": str}``.
 
 A tool call the model got wrong (arguments that are not a JSON object in a string, a
@@ -119,9 +120,11 @@ def assistant_message(message: dict[str, Any]) -> tuple[dict[str, Any], list[Too
         calls = [ToolCall("call_fire_1", TOOL_NAME, json.dumps(raw_calls, default=str),
                           problem="tool_calls must be a list")]
     content = _text(message.get("content"))
-    # The reference allows a null content only beside tool calls.
-    standard: dict[str, Any] = {"role": "assistant", "content": content if calls else
-                                content or ""}
+    standard: dict[str, Any] = {"role": "assistant"}
+    # The reference allows no content beside tool calls; llama-cpp-python's server refuses a
+    # null one (HTTP 500, "Input should be a valid string"), so it is left out, never null.
+    if content is not None or not calls:
+        standard["content"] = content or ""
     if calls:
         standard["tool_calls"] = [c.standard() for c in calls]
     return standard, calls
