@@ -27,9 +27,11 @@ from typing import Any
 _ROUTE_HEADERS = ("x-route", "x-model-route", "openai-model", "x-openrouter-provider")
 _BODY_KEPT = 600
 _NOT_RETRYABLE = frozenset({400, 401, 403, 404, 422})
-# A 5xx whose body says the request did not validate is the request's fault, not the server's.
+# A 5xx whose body says the request did not validate (or that the server's chat template could
+# not render it) is the request's fault, not the server's.
 _VALIDATION = re.compile(r"validation error|validationerror|invalid_request_error|"
-                         r"field required|input should be|unprocessable|'loc'|\"loc\"", re.I)
+                         r"field required|input should be|unprocessable|'loc'|\"loc\"|"
+                         r"object' has no attribute|UndefinedError", re.I)
 _CONTEXT = re.compile(r"context[ _-]?(length|window)|maximum context|context_length_exceeded|"
                       r"too many tokens|exceeds? the (model'?s? )?(maximum|context)|"
                       r"prompt is too long|requested tokens \(\d+\) exceed", re.I)

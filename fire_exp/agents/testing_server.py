@@ -101,10 +101,8 @@ def shape_problem(messages: Any) -> str | None:
 
 def _assistant_problem(i: int, m: dict[str, Any]) -> str | None:
     calls = m.get("tool_calls")
-    if "content" in m and not isinstance(m["content"], str):  # as llama-cpp-python 0.3.36
+    if not isinstance(m.get("content"), str):  # as llama-cpp-python 0.3.36 and its templates
         return f"messages.{i}.content: Input should be a valid string"
-    if "content" not in m and not calls:
-        return f"messages.{i}.content: Field required"
     for j, call in enumerate(calls or []):
         where = f"messages.{i}.tool_calls.{j}"
         if not isinstance(call, dict) or set(call) != {"id", "type", "function"}:

@@ -7,7 +7,7 @@ Completions API reference (https://platform.openai.com/docs/api-reference/chat/c
 
 - assistant: ``{"role": "assistant", "content": str, "tool_calls": [{"id",
   "type": "function", "function": {"name", "arguments": str}}]}`` (no ``tool_calls`` key
-  when there are none; no ``content`` key, rather than a null one, when there is no text
+  when there are none; ``content`` is ``""``, never null or missing, when there is no text
   beside the tool calls);
 - tool result: ``{"role": "tool", "tool_call_id", "content": str}``.
 
@@ -120,11 +120,9 @@ def assistant_message(message: dict[str, Any]) -> tuple[dict[str, Any], list[Too
         calls = [ToolCall("call_fire_1", TOOL_NAME, json.dumps(raw_calls, default=str),
                           problem="tool_calls must be a list")]
     content = _text(message.get("content"))
-    standard: dict[str, Any] = {"role": "assistant"}
-    # The reference allows no content beside tool calls; llama-cpp-python's server refuses a
-    # null one (HTTP 500, "Input should be a valid string"), so it is left out, never null.
-    if content is not None or not calls:
-        standard["content"] = content or ""
+    # Always a string: llama-cpp-python's server refuses a null content (HTTP 500, "Input
+    # should be a valid string") and its chat templates fail on a missing one.
+    standard: dict[str, Any] = {"role": "assistant", "content": content or ""}
     if calls:
         standard["tool_calls"] = [c.standard() for c in calls]
     return standard, calls

@@ -55,7 +55,7 @@ def test_provider_fields_are_never_echoed_back(fake_key, run_task: RunFn) -> Non
     assert len(server.requests) == 3
     assert all(shape_problem(r["messages"]) is None for r in server.requests)
     assistant = server.requests[1]["messages"][2]
-    assert assistant == {"role": "assistant",
+    assert assistant == {"role": "assistant", "content": "",
                          "tool_calls": [{"id": "call_1", "type": "function", "function": {
                              "name": "bash", "arguments": '{"command": "echo one"}'}}]}
 
