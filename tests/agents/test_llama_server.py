@@ -102,7 +102,7 @@ def test_a_small_panel_against_llama_cpp_has_no_protocol_error(llama_server: str
         [(r.task, r.arm, r.cause, r.error) for r in records]
     # A slow machine may spend an attempt's whole budget on its first call: a timeout.
     assert all(r.usage.model_calls >= 1 or r.cause is Cause.AGENT_TIMEOUT for r in records)
-    assert sum(r.usage.model_calls for r in records) >= len(records)
+    assert sum(r.usage.model_calls for r in records) >= 1  # the server did answer
     tool_errors = 0
     for transcript in (attempts.parent / "attempts").rglob("transcript.jsonl"):
         for line in transcript.read_text().splitlines():
