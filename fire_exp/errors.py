@@ -44,3 +44,8 @@ class PreflightError(FireExpError):
     def __init__(self, what: str, how_to_fix: str) -> None:
         self.what, self.how_to_fix = what, how_to_fix
         super().__init__(f"{what} ({how_to_fix})")
+
+
+class ProtocolError(FireExpError):
+    """The other side refused a request fire-exp built: no attempt can succeed, so the run
+    stops (the message quotes the server)."""

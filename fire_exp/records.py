@@ -46,13 +46,15 @@ class Cause(StrEnum):
     AGENT_TIMEOUT = "agent_timeout"  # agent exhausted its time budget (verifier still runs)
     AGENT_STEP_LIMIT = "agent_step_limit"  # agent exhausted its step budget
     AGENT_ERROR = "agent_error"  # the agent crashed after acting
+    AGENT_CONTEXT_EXCEEDED = "agent_context_exceeded"  # the conversation outgrew the model
     VERIFIER_FAILED = "verifier_failed"  # no reward file, empty or malformed reward
     VERIFIER_TIMEOUT = "verifier_timeout"
     CANCELLED = "cancelled"  # interrupted by the user; never scored, rerun on resume
 
 
 # The agent's own failures: an attempt ending so was a fair attempt, scored as a failure.
-AGENT_CAUSES = frozenset({Cause.AGENT_TIMEOUT, Cause.AGENT_STEP_LIMIT, Cause.AGENT_ERROR})
+AGENT_CAUSES = frozenset({Cause.AGENT_TIMEOUT, Cause.AGENT_STEP_LIMIT, Cause.AGENT_ERROR,
+                          Cause.AGENT_CONTEXT_EXCEEDED})
 # The agent phase never gave the model a fair attempt, so there is nothing to verify.
 NO_VERIFIER_CAUSES = frozenset(
     {Cause.ENVIRONMENT_FAILED, Cause.PROVIDER_FAILED, Cause.HARNESS_FAILED})
@@ -106,6 +108,9 @@ class Usage(_Model):
     cost_usd: float = 0.0
     model: str | None = None
     route: str | None = None  # the provider's model/route identifier
+    cached_input_tokens: int = 0  # of input_tokens, those served from the provider's cache
+    model_calls: int = 0  # completed model calls (0: the agent does not report them)
+    malformed_tool_calls: int = 0  # tool calls the model got wrong; answered as tool errors
 
 
 class Lineage(_Model):

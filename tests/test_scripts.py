@@ -4,6 +4,7 @@ and .ci/run calls exactly it. Run against stand-in commands: nothing is installe
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 from pathlib import Path
 
@@ -20,8 +21,15 @@ def _run(tmp_path: Path, docker_ok: bool) -> tuple[subprocess.CompletedProcess[s
     for name in ("python", "fire-exp", "mmdebstrap", "chromedriver"):
         _stub(tmp_path, name, "true")
     _stub(tmp_path, "docker", "true" if docker_ok else "exit 1")
+    # A stand-in checkout: the real script, and a stub for the llama.cpp wheels step.
+    repo = tmp_path / "repo"
+    (repo / "scripts").mkdir(parents=True)
+    (repo / ".ci").mkdir()
+    shutil.copy2(ROOT / "scripts" / "test", repo / "scripts" / "test")
+    _stub(repo / ".ci", "llama-wheels", "true")
+    (repo / ".ci" / "calls").symlink_to(tmp_path / "calls")
     env = os.environ | {"PATH": f"{tmp_path}:/usr/bin:/bin"}
-    proc = subprocess.run([str(ROOT / "scripts" / "test"), "tests/stats", "-x"], env=env,
+    proc = subprocess.run([str(repo / "scripts" / "test"), "tests/stats", "-x"], env=env,
                           capture_output=True, text=True, timeout=60)
     calls = tmp_path / "calls"
     return proc, calls.read_text().splitlines() if calls.is_file() else []
@@ -31,7 +39,7 @@ def test_the_test_command_installs_bootstraps_then_runs_pytest(tmp_path: Path) -
     proc, calls = _run(tmp_path, docker_ok=True)
     assert proc.returncode == 0, proc.stderr
     assert calls == ["docker info", "python -m pip install -q -e .[test]",
-                     "fire-exp images bootstrap",
+                     "fire-exp images bootstrap", "llama-wheels ",
                      "python -m pytest -q --durations=15 tests/stats -x"]
 
 

@@ -1,14 +1,22 @@
 """A small client for OpenAI-compatible ``/chat/completions`` endpoints (stdlib only).
 
-It posts one request, retries what a retry can fix (HTTP 429 and 5xx, timeouts, refused
-connections, answers that are not the JSON of a completion) with exponential backoff, and
-raises :class:`ChatError` for the rest. The API key travels only in the ``Authorization``
-header: every message this module formats passes through :func:`redact`.
+It posts one request and retries what a retry can fix (HTTP 429 and 5xx, timeouts, refused
+or reset connections, a body cut off mid-read, answers that are not the JSON of a
+completion) with exponential backoff. What no retry can fix raises at once:
+
+- :class:`ContextExceeded` — the conversation no longer fits the model's context window;
+- :class:`RequestRejected` — HTTP 400/401/403/404/422, or a 5xx whose body is a
+  request-validation error (llama.cpp's server answers 500 for a message it cannot parse).
+
+Everything else that gives up raises :class:`ChatError`. The API key travels only in the
+``Authorization`` header: every message this module formats passes through :func:`redact`.
 """
 
 from __future__ import annotations
 
+import http.client
 import json
+import re
 import time
 import urllib.error
 import urllib.request
@@ -17,7 +25,16 @@ from dataclasses import dataclass, field
 from typing import Any
 
 _ROUTE_HEADERS = ("x-route", "x-model-route", "openai-model", "x-openrouter-provider")
-_BODY_KEPT = 300
+_BODY_KEPT = 600
+_NOT_RETRYABLE = frozenset({400, 401, 403, 404, 422})
+# A 5xx whose body says the request did not validate (or that the server's chat template could
+# not render it) is the request's fault, not the server's.
+_VALIDATION = re.compile(r"validation error|validationerror|invalid_request_error|"
+                         r"field required|input should be|unprocessable|'loc'|\"loc\"|"
+                         r"object' has no attribute|UndefinedError", re.I)
+_CONTEXT = re.compile(r"context[ _-]?(length|window)|maximum context|context_length_exceeded|"
+                      r"too many tokens|exceeds? the (model'?s? )?(maximum|context)|"
+                      r"prompt is too long|requested tokens \(\d+\) exceed", re.I)
 
 
 def redact(text: str, secret: str | None) -> str:
@@ -34,6 +51,27 @@ class ChatError(Exception):
         super().__init__(message)
         self.status = status
         self.attempts = attempts
+
+
+class RequestRejected(ChatError):
+    """The server refused the request as built: retrying the same request cannot help."""
+
+
+class ContextExceeded(ChatError):
+    """The request's messages do not fit the model's context window."""
+
+
+def rejection(url: str, status: int, detail: str) -> ChatError:
+    """The error for a non-retryable answer: context exceeded, or a rejected request."""
+    if _CONTEXT.search(detail):
+        return ContextExceeded(f"POST {url}: HTTP {status}: {detail}", status)
+    return RequestRejected(f"POST {url}: HTTP {status}: {detail}", status)
+
+
+def is_rejection(status: int, detail: str) -> bool:
+    """Whether an HTTP error answer is one no retry can fix."""
+    return status in _NOT_RETRYABLE or (status >= 500 and bool(_VALIDATION.search(detail))) \
+        or bool(status >= 500 and _CONTEXT.search(detail))
 
 
 class _Retryable(Exception):
@@ -54,6 +92,7 @@ class ChatResponse:
     model: str | None
     route: str | None
     finish_reason: str | None
+    cached_input_tokens: int = 0
     raw: dict[str, Any] = field(repr=False, default_factory=dict)
 
 
@@ -82,6 +121,29 @@ class ChatClient:
     @property
     def url(self) -> str:
         return self.base_url.rstrip("/") + "/chat/completions"
+
+    def models(self, timeout_s: float = 10.0) -> list[str]:
+        """``GET {base_url}/models``: the model ids the endpoint serves (one try).
+
+        Raises:
+            ChatError: no answer, or an HTTP error (``status`` set).
+        """
+        url = self.base_url.rstrip("/") + "/models"
+        headers = {"Accept": "application/json"}
+        if self.api_key:
+            headers["Authorization"] = f"Bearer {self.api_key}"
+        request = urllib.request.Request(url, headers=headers, method="GET")
+        try:
+            with urllib.request.urlopen(request, timeout=timeout_s) as reply:
+                data = json.loads(reply.read().decode("utf-8", errors="replace"))
+        except urllib.error.HTTPError as exc:
+            detail = redact(_read_error(exc)[:_BODY_KEPT], self.api_key)
+            raise ChatError(f"GET {url}: HTTP {exc.code}: {detail}", exc.code) from None
+        except (OSError, http.client.HTTPException, json.JSONDecodeError) as exc:
+            raise ChatError(redact(f"GET {url}: {type(exc).__name__}: {exc}",
+                                   self.api_key)) from None
+        items = data.get("data") if isinstance(data, dict) else None
+        return [str(m.get("id")) for m in items or [] if isinstance(m, dict)]
 
     def complete(self, payload: dict[str, Any], deadline: float | None = None) -> ChatResponse:
         """Post ``payload``; returns the first choice. Raises ChatError when it gives up.
@@ -126,16 +188,20 @@ class ChatClient:
                 text = reply.read().decode("utf-8", errors="replace")
                 reply_headers = {k.lower(): v for k, v in reply.headers.items()}
         except urllib.error.HTTPError as exc:
-            detail = redact(exc.read().decode("utf-8", errors="replace")[:_BODY_KEPT],
-                            self.api_key)
+            detail = redact(_read_error(exc)[:_BODY_KEPT], self.api_key)
+            if is_rejection(exc.code, detail):
+                raise rejection(self.url, exc.code, detail) from None
             if exc.code == 429 or exc.code >= 500:
                 raise _Retryable(f"HTTP {exc.code}: {detail}", exc.code,
                                  _retry_after(exc.headers.get("Retry-After"))) from None
             raise ChatError(f"POST {self.url}: HTTP {exc.code}: {detail}", exc.code) from None
         except TimeoutError as exc:
             raise _Retryable(f"timed out after {timeout:.0f}s ({exc})") from None
-        except (urllib.error.URLError, ConnectionError, OSError) as exc:
-            raise _Retryable(redact(f"connection failed: {exc}", self.api_key)) from None
+        except (urllib.error.URLError, ConnectionError, OSError,
+                http.client.HTTPException) as exc:
+            # HTTPException covers IncompleteRead and RemoteDisconnected: a body cut off.
+            raise _Retryable(redact(f"connection failed: {type(exc).__name__}: {exc}",
+                                    self.api_key)) from None
         return self._parse(text, reply_headers)
 
     def _parse(self, text: str, headers: dict[str, str]) -> ChatResponse:
@@ -149,13 +215,23 @@ class ChatClient:
             snippet = redact(text[:_BODY_KEPT], self.api_key)
             raise _Retryable(f"malformed completion ({type(exc).__name__}: {exc}): "
                              f"{snippet!r}") from None
-        usage = data.get("usage") or {}
+        usage = data.get("usage") if isinstance(data.get("usage"), dict) else {}
+        details = usage.get("prompt_tokens_details")
+        cached = details.get("cached_tokens") if isinstance(details, dict) else 0
         route = next((headers[h] for h in _ROUTE_HEADERS if headers.get(h)), None)
         route = route or data.get("provider") or data.get("system_fingerprint")
         return ChatResponse(message=message, input_tokens=int(usage.get("prompt_tokens") or 0),
                             output_tokens=int(usage.get("completion_tokens") or 0),
                             model=data.get("model"), route=str(route) if route else None,
-                            finish_reason=choice.get("finish_reason"), raw=data)
+                            finish_reason=choice.get("finish_reason"),
+                            cached_input_tokens=int(cached or 0), raw=data)
+
+
+def _read_error(exc: urllib.error.HTTPError) -> str:
+    try:
+        return exc.read().decode("utf-8", errors="replace")
+    except (OSError, http.client.HTTPException):
+        return ""
 
 
 def _retry_after(value: str | None) -> float | None:

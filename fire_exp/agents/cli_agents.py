@@ -16,8 +16,9 @@ Per attempt the agent
    ``PreToolUse`` hook event, or a policy load error, is reported in the outcome's ``error``
    for the validity guard.
 
-Runs with ``environment=local`` (the CLI and fire-exp run on this machine). Where the CLI is
-not installed the attempt fails with ``environment_failed`` and a message naming the binary.
+Runs with ``environment=local`` (the CLI and fire-exp run on this machine). ``preflight()``
+checks, before a panel starts, that the CLI is on PATH and answers ``--version``; a missing
+CLI refuses the run with a one-line error that says how to install it.
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import tomllib
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -43,6 +45,7 @@ from fire_exp.agents.cli_container import CliPlacement, preflight, run_in_contai
 from fire_exp.agents.cli_install import InstallSpec, prepare_cli_images
 from fire_exp.agents.cli_transcripts import CliTranscript, parse_claude_stream, parse_codex_json
 from fire_exp.agents.session import AgentSession, AttemptContext
+from fire_exp.agents.transcript import price_tokens
 from fire_exp.environments.base import Environment, EnvironmentFailure
 from fire_exp.environments.docker import DockerEnvironment
 from fire_exp.environments.local import LocalEnvironment
@@ -96,6 +99,7 @@ class _HookedCli:
         self.prices = dict(prices or {})
         self.hook_timeout_s = hook_timeout_s
         self.tier = tier
+        self.version = ""  # the CLI's --version, once preflight() ran
         # In-container placement (environment=docker): fire_exp/agents/cli_container.py.
         self.install = InstallSpec.from_config(install, f"configs/agent/{self.name}.yaml")
         self.egress = list(egress)
@@ -109,14 +113,36 @@ class _HookedCli:
         """Preflight for ``environment=docker``: install the CLI into every task image."""
         return prepare_cli_images(client, self.name, self.install, task_images)
 
-    def preflight(self, environment: str) -> None:
+    def preflight(self, environment: str = "local") -> None:
         """Before the panel: with ``environment=local`` the CLI must be on this machine's
-        PATH (with ``environment=docker`` it is installed into the task images instead)."""
-        if environment == "local" and shutil.which(self.binary) is None:
-            raise PreflightError(
-                f"agent={self.name}: the `{self.binary}` executable was not found on PATH",
-                f"install it ({self.install_hint}), point agent.binary at it, or run it in "
-                "the task's container with environment=docker")
+        PATH and answer ``--version`` (with ``environment=docker`` it is installed into the
+        task images and tried there instead: :meth:`prepare_boxes`).
+
+        Raises:
+            PreflightError: the executable is missing or broken; the message says how to
+                install it, point ``agent.binary`` at it, or run it in the container.
+        """
+        if environment != "local":
+            return
+        install = (f"install it ({self.install_hint}), point agent.binary at it (e.g. "
+                   f"`fire-exp run agent={self.name} agent.binary=/path/to/"
+                   f"{self.default_binary}`), or run it in the task's container with "
+                   "environment=docker")
+        found = shutil.which(self.binary)
+        if found is None:
+            raise PreflightError(f"agent={self.name}: the `{self.binary}` executable was not "
+                                 "found on PATH", install)
+        try:
+            proc = subprocess.run([found, "--version"], capture_output=True, text=True,
+                                  timeout=30, stdin=subprocess.DEVNULL)
+        except (OSError, subprocess.TimeoutExpired) as exc:
+            raise PreflightError(f"agent={self.name}: `{found} --version` failed: {exc}",
+                                 install) from None
+        if proc.returncode != 0:
+            detail = ((proc.stderr or proc.stdout).strip().splitlines() or [""])[-1][:200]
+            raise PreflightError(f"agent={self.name}: `{found} --version` exited "
+                                 f"{proc.returncode}: {detail}", install)
+        self.version = (proc.stdout.strip().splitlines() or [""])[0]
 
     def prepare_boxes(self, environment: str, tasks: Sequence[Task],
                       env_params: Mapping[str, Any]) -> None:
@@ -211,6 +237,11 @@ class _HookedCli:
                    summary: ActivitySummary, policy_arm: bool) -> None:
         denied = Counter(summary.denied_commands)
         for cmd in transcript.commands:
+            if cmd.paths:  # a file edit: a write event for the extractors
+                session.trajectory.append(Step(len(session.trajectory), "edit", cmd.command,
+                                               cmd.exit_code, self._redact(cmd.output)[-_KEPT:],
+                                               paths=cmd.paths))
+                continue
             was_denied = denied[cmd.command[:500]] > 0
             denied[cmd.command[:500]] -= int(was_denied)
             session.trajectory.append(Step(len(session.trajectory), "command", cmd.command,
@@ -226,14 +257,19 @@ class _HookedCli:
         (session.env.attempt_dir / "logs" / "agent" / "hook-summary.json").write_text(
             json.dumps(report, indent=1))
 
+    def _configured_model(self) -> str | None:
+        """The model the CLI uses when none is given (for Codex: its config.toml)."""
+        return None
+
     def _usage(self, transcript: CliTranscript) -> Usage:
-        model = transcript.model or self.model
+        model = transcript.model or self.model or self._configured_model()
         cost = transcript.cost_usd
         if cost is None:
             price = self.prices.get(model or "", {})
-            cost = (transcript.input_tokens * float(price.get("input", 0.0))
-                    + transcript.output_tokens * float(price.get("output", 0.0))) / 1e6
+            cost = price_tokens(price, transcript.input_tokens, transcript.output_tokens,
+                                transcript.cached_input_tokens)
         return Usage(input_tokens=transcript.input_tokens, output_tokens=transcript.output_tokens,
+                     cached_input_tokens=transcript.cached_input_tokens,
                      cost_usd=round(cost, 8), model=model, route=self.target)
 
     def _command(self, executable: str, session: AgentSession,
@@ -304,11 +340,26 @@ class CodexAgent(_HookedCli):
                  ) -> tuple[list[str], dict[str, str]]:
         home = hooks_dir / "codex-home"
         home.mkdir(parents=True, exist_ok=True)
-        (home / "config.toml").write_text("[features]\ncodex_hooks = true\n")
+        # `hooks` is the current feature key; `codex_hooks` is its deprecated alias.
+        (home / "config.toml").write_text(self._private_config())
         if settings is not None:
             (home / "hooks.json").write_text(json.dumps(settings, indent=1))
         argv = [executable, "exec", "--json", "--skip-git-repo-check", "--cd",
                 session.env.paths.workdir]
-        if self.model:
-            argv += ["--model", self.model]
+        model = self.model or self._configured_model()
+        if model:
+            argv += ["--model", model]
         return argv + self.args + [session.instruction], {"CODEX_HOME": str(home)}
+
+    def _private_config(self) -> str:
+        return "[features]\nhooks = true\n"
+
+    def _configured_model(self) -> str | None:
+        """``model`` of the user's Codex config (``$CODEX_HOME`` or ``~/.codex``)."""
+        home = Path(os.environ.get("CODEX_HOME") or Path.home() / ".codex")
+        try:
+            config = tomllib.loads((home / "config.toml").read_text(encoding="utf-8"))
+        except (OSError, tomllib.TOMLDecodeError):
+            return None
+        model = config.get("model")
+        return model if isinstance(model, str) and model else None

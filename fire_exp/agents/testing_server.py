@@ -2,7 +2,9 @@
 
 Not a model: it answers ``POST /v1/chat/completions`` from a script. A script is either a
 list of replies (served in order; the last one repeats) or a function of the request body
-and the request's number. :func:`solution_responder` solves the bundled tasks by sending
+and the request's number. ``GET /v1/models`` lists the scripted model. With ``strict=True``
+it refuses, as llama.cpp's server does (HTTP 500, a validation error naming the field), any
+message that is not in the standard Chat Completions shapes (:func:`shape_problem`). :func:`solution_responder` solves the bundled tasks by sending
 the task's ``solution/solve.sh`` as one ``bash`` call and then stopping.
 
 Run it standalone for ``agent=openai`` without a provider::
@@ -62,6 +64,57 @@ def error(status: int, message: str = "scripted failure", **headers: str) -> Rep
     return {"status": status, "body": {"error": {"message": message}}, "headers": headers}
 
 
+def cut_off(message: dict[str, Any] | None = None) -> Reply:
+    """A 200 reply whose body stops mid-read (the Content-Length promises more)."""
+    return completion(message or {"content": "Done."}) | {"cut_off": True}
+
+
+_ROLES: dict[str, set[str]] = {"system": {"role", "content", "name"},
+                               "user": {"role", "content", "name"},
+                               "assistant": {"role", "content", "tool_calls", "name"},
+                               "tool": {"role", "content", "tool_call_id"}}
+
+
+def shape_problem(messages: Any) -> str | None:
+    """Where ``messages`` leaves the standard Chat Completions shapes (None: nowhere)."""
+    if not isinstance(messages, list):
+        return "messages: Input should be a valid list"
+    for i, m in enumerate(messages):
+        role = m.get("role") if isinstance(m, dict) else None
+        if role not in _ROLES:
+            return f"messages.{i}.role: Input should be 'system', 'user', 'assistant' or 'tool'"
+        extra = sorted(set(m) - _ROLES[role])
+        if extra:
+            return f"messages.{i}.{extra[0]}: Extra inputs are not permitted"
+        content = m.get("content")
+        if role == "tool" and not (isinstance(m.get("tool_call_id"), str)
+                                   and isinstance(content, str)):
+            return f"messages.{i}: a tool message needs tool_call_id and string content"
+        if role == "assistant":
+            problem = _assistant_problem(i, m)
+            if problem:
+                return problem
+        elif not isinstance(content, str):
+            return f"messages.{i}.content: Input should be a valid string"
+    return None
+
+
+def _assistant_problem(i: int, m: dict[str, Any]) -> str | None:
+    calls = m.get("tool_calls")
+    if not isinstance(m.get("content"), str):  # as llama-cpp-python 0.3.36 and its templates
+        return f"messages.{i}.content: Input should be a valid string"
+    for j, call in enumerate(calls or []):
+        where = f"messages.{i}.tool_calls.{j}"
+        if not isinstance(call, dict) or set(call) != {"id", "type", "function"}:
+            return f"{where}: Input should have exactly id, type, function"
+        function = call["function"]
+        if call["type"] != "function" or not isinstance(call["id"], str) \
+                or not isinstance(function, dict) or set(function) != {"name", "arguments"} \
+                or not isinstance(function["arguments"], str):
+            return f"{where}.function.arguments: Input should be a valid string"
+    return None
+
+
 def malformed(raw: str = '{"choices": [') -> Reply:
     """A 200 reply whose body is not a completion."""
     return {"status": 200, "body": raw, "headers": {}}
@@ -102,8 +155,10 @@ class ScriptedServer:
         headers: every request's headers (lower-cased names), in order.
     """
 
-    def __init__(self, script: Sequence[Reply] | Responder, port: int = 0) -> None:
+    def __init__(self, script: Sequence[Reply] | Responder, port: int = 0,
+                 strict: bool = False) -> None:
         self.script = script
+        self.strict = strict
         self.requests: list[dict[str, Any]] = []
         self.headers: list[dict[str, str]] = []
         self._lock = threading.Lock()
@@ -131,6 +186,11 @@ class ScriptedServer:
             n = len(self.requests)
             self.requests.append(body)
             self.headers.append(headers)
+        problem = shape_problem(body.get("messages")) if self.strict else None
+        if problem:
+            return {"status": 500, "body": {"error": {
+                "message": f"1 validation error for CreateChatCompletionRequest\n{problem}",
+                "type": "internal_server_error"}}}
         if callable(self.script):
             return self.script(body, n)
         return self.script[min(n, len(self.script) - 1)]
@@ -139,6 +199,18 @@ class ScriptedServer:
         server = self
 
         class Handler(BaseHTTPRequestHandler):
+            def do_GET(self) -> None:  # noqa: N802 - the stdlib's name
+                if not self.path.rstrip("/").endswith("/models"):
+                    self.send_error(404)
+                    return
+                data = json.dumps({"object": "list", "data": [
+                    {"id": MODEL, "object": "model", "owned_by": "fire-exp"}]}).encode()
+                self.send_response(200)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
             def do_POST(self) -> None:  # noqa: N802 - the stdlib's name
                 if not self.path.rstrip("/").endswith("/chat/completions"):
                     self.send_error(404)
@@ -155,7 +227,12 @@ class ScriptedServer:
                 data = (payload if isinstance(payload, str) else json.dumps(payload)).encode()
                 self.send_response(int(reply.get("status", 200)))
                 self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(data)))
+                if reply.get("cut_off"):  # promise more than is sent, then hang up
+                    data = data[:len(data) // 2]
+                    self.send_header("Content-Length", str(2 * len(data) + 10))
+                    self.close_connection = True
+                else:
+                    self.send_header("Content-Length", str(len(data)))
                 for name, value in (reply.get("headers") or {}).items():
                     self.send_header(name, str(value))
                 self.end_headers()

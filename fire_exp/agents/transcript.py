@@ -20,6 +20,8 @@ class _Reply(Protocol):
     def model(self) -> str | None: ...
     @property
     def route(self) -> str | None: ...
+    @property
+    def cached_input_tokens(self) -> int: ...
 
 
 class Transcript:
@@ -49,30 +51,46 @@ class Transcript:
             self._fh = None
 
 
+def price_tokens(price: dict[str, float], input_tokens: int, output_tokens: int,
+                 cached_input_tokens: int = 0) -> float:
+    """USD for a call: ``price`` is per 1M tokens (``input``, ``output``, optional
+    ``cached_input``, the rate of input tokens served from the provider's cache)."""
+    cached = min(cached_input_tokens, input_tokens)
+    cached_rate = float(price.get("cached_input", price.get("input", 0.0)))
+    return ((input_tokens - cached) * float(price.get("input", 0.0)) + cached * cached_rate
+            + output_tokens * float(price.get("output", 0.0))) / 1e6
+
+
 class UsageMeter:
     """Sums tokens over calls and prices them.
 
     Args:
         model: the configured model name (the price table's fallback key).
-        prices: USD per 1M tokens: ``{model: {"input": x, "output": y}}``. The model the
-            provider reports is looked up first, then the configured one; an unpriced model
-            costs 0.
+        prices: USD per 1M tokens: ``{model: {"input": x, "output": y, "cached_input": z}}``.
+            The model the provider reports is looked up first, then the configured one; an
+            unpriced model costs 0.
+
+    Attributes:
+        malformed: malformed tool calls the agent answered as tool errors.
     """
 
     def __init__(self, model: str, prices: dict[str, dict[str, float]]) -> None:
         self.model = model
         self.prices = prices
-        self.input_tokens = self.output_tokens = 0
+        self.input_tokens = self.output_tokens = self.cached_input_tokens = 0
+        self.calls = self.malformed = 0
         self.cost = 0.0
         self.models: list[str] = []
         self.routes: list[str] = []
 
     def add(self, reply: _Reply) -> None:
+        self.calls += 1
         self.input_tokens += reply.input_tokens
         self.output_tokens += reply.output_tokens
+        self.cached_input_tokens += reply.cached_input_tokens
         price = self.prices.get(reply.model or "") or self.prices.get(self.model) or {}
-        self.cost += (reply.input_tokens * float(price.get("input", 0.0))
-                      + reply.output_tokens * float(price.get("output", 0.0))) / 1e6
+        self.cost += price_tokens(price, reply.input_tokens, reply.output_tokens,
+                                  reply.cached_input_tokens)
         if reply.model and reply.model not in self.models:
             self.models.append(reply.model)
         if reply.route and reply.route not in self.routes:
@@ -83,4 +101,6 @@ class UsageMeter:
         return Usage(input_tokens=self.input_tokens, output_tokens=self.output_tokens,
                      cost_usd=round(self.cost, 8),
                      model=",".join(self.models) or self.model,
-                     route=",".join(self.routes) or None)
+                     route=",".join(self.routes) or None,
+                     cached_input_tokens=self.cached_input_tokens, model_calls=self.calls,
+                     malformed_tool_calls=self.malformed)

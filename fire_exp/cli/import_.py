@@ -2,8 +2,9 @@
 
 Turns Harbor job folders (``JOB/TASK__ID/result.json`` per trial) into a fire-exp
 attempts file that ``fire-exp analyze`` and ``fire-exp report`` read. The arm of a trial
-comes from a mapping YAML (patterns over the job folder, trial, agent or model name) or,
-with ``--arm-from``, is that field's value itself. See docs/report.md.
+comes from a mapping YAML (patterns over the job folder, trial, agent or model name, or a
+dotted path into result.json) or, with ``--arm-from``, is that field's value itself. See
+docs/report.md.
 """
 
 from __future__ import annotations
@@ -23,8 +24,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("jobs", type=Path, nargs="+", help="Harbor job folder(s)")
     how = parser.add_mutually_exclusive_group(required=True)
     how.add_argument("--map", type=Path, help="mapping YAML: arm_from, arms, cohorts")
-    how.add_argument("--arm-from", choices=["job", "trial", "agent", "model"],
-                     help="take the arm from this field's value")
+    how.add_argument("--arm-from", metavar="FIELD",
+                     help="take the arm from this field's value: job, trial, agent, model, or "
+                          "a dotted path into result.json (e.g. config.agent.kwargs.harness)")
     parser.add_argument("--cohort", default="all",
                         help="cohort of every task with --arm-from (default: all)")
     parser.add_argument("--out", type=Path, default=Path("attempts.jsonl"),
@@ -32,11 +34,16 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--run", default=None, help="run name (default: the first job's)")
     args = parser.parse_args(argv)
 
-    from fire_exp.importers.harbor import ArmMapping, import_harbor, load_mapping
+    from fire_exp.importers.harbor import (
+        ArmMapping,
+        check_arm_from,
+        import_harbor,
+        load_mapping,
+    )
     from fire_exp.records import append_records
 
     mapping = load_mapping(args.map) if args.map else ArmMapping(
-        arm_from=args.arm_from, default_cohort=args.cohort)
+        arm_from=check_arm_from(args.arm_from, "--arm-from"), default_cohort=args.cohort)
     records, skipped = import_harbor(args.jobs, mapping, args.run or args.jobs[0].name)
     if not records:
         raise InputError(args.map or "--arm-from", "arms", "no trial matched any arm pattern",

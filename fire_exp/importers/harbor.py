@@ -4,8 +4,10 @@ A Harbor job folder holds one folder per trial, ``JOB/TASK__ID/result.json`` (fo
 ``reference/harbor-tasks.md``). Each trial becomes one ``AttemptRecord``:
 
 - arm: from the user's mapping (``ArmMapping``): patterns over the job folder name, the
-  trial name, the agent name or the model name; cohort per task from the same mapping
-  (default ``all``);
+  trial name, the agent name, the model name, or any field of ``result.json`` named by a
+  dotted path (``config.agent.kwargs.harness``: job folders often share the agent's name
+  and differ only in its arguments); cohort per task from the same mapping (default
+  ``all``);
 - reward: ``verifier_result.rewards.reward``; passed = reward >= ``pass_threshold``
   (1.0); no reward gives reward None and a cause (``verifier_failed`` when Harbor
   recorded no exception);
@@ -18,6 +20,7 @@ from __future__ import annotations
 
 import fnmatch
 import json
+import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -33,6 +36,17 @@ __all__ = ["ArmMapping", "HarborTrial", "cause_for", "import_harbor", "load_mapp
            "read_trials"]
 
 FIELDS: tuple[str, ...] = ("job", "trial", "agent", "model")
+_DOTTED = re.compile(r"^[A-Za-z_][\w-]*(\.[\w-]+)+$")
+
+
+def check_arm_from(value: str, where: Path | str) -> str:
+    """``value`` if it names a field (``job``, ``trial``, ``agent``, ``model``) or a dotted
+    path into ``result.json``. Raises InputError otherwise."""
+    if value in FIELDS or _DOTTED.match(value):
+        return value
+    raise InputError(where, "arm_from", f"{value!r} is neither one of {', '.join(FIELDS)} "
+                     "nor a dotted path into result.json",
+                     "e.g. config.agent.kwargs.harness or agent_result.metadata.harness")
 
 # Harbor exception types → fire-exp causes; names not listed are matched by keyword below.
 _EXACT = {"AgentTimeoutError": Cause.AGENT_TIMEOUT,
@@ -70,7 +84,8 @@ class ArmMapping:
     """How trials map to arms and tasks to cohorts.
 
     Attributes:
-        arm_from: what the patterns match: ``job`` (folder name), ``trial``, ``agent``, ``model``.
+        arm_from: what the patterns match: ``job`` (folder name), ``trial``, ``agent``,
+            ``model``, or a dotted path into the trial's ``result.json``.
         arms: ``(pattern, arm)`` pairs, fnmatch patterns tried in order; the first match
             wins. Empty: the field's value itself is the arm.
         cohorts: task name → cohort.
@@ -85,7 +100,8 @@ class ArmMapping:
     pass_threshold: float = 1.0
 
     def arm(self, values: dict[str, str]) -> str | None:
-        """The arm of a trial (None when no pattern matches)."""
+        """The arm of a trial, given its :meth:`HarborTrial.value` of ``arm_from`` in
+        ``values`` (None when no pattern matches)."""
         value = values.get(self.arm_from, "")
         if not self.arms:
             return value or None
@@ -111,9 +127,7 @@ def load_mapping(path: Path) -> ArmMapping:
     if unknown:
         raise InputError(path, sorted(unknown)[0], "unknown key",
                          "keys: arm_from, arms, cohorts, default_cohort, pass_threshold")
-    source = raw.get("arm_from", "job")
-    if source not in FIELDS:
-        raise InputError(path, "arm_from", f"{source!r} is not one of {', '.join(FIELDS)}")
+    source = check_arm_from(str(raw.get("arm_from", "job")), path)
     arms, cohorts = raw.get("arms") or {}, raw.get("cohorts") or {}
     if not isinstance(arms, dict) or not all(isinstance(v, str) for v in arms.values()):
         raise InputError(path, "arms", "expected PATTERN: ARM pairs", "e.g. '*-real-*': real")
@@ -139,6 +153,20 @@ class HarborTrial:
         for key in keys:
             node = node.get(key) if isinstance(node, dict) else None
         return node
+
+    def value(self, field: str) -> str:
+        """A named field, or a dotted path into ``result.json`` ("" when it is missing)."""
+        if field in FIELDS:
+            return self.values[field]
+        node: Any = self.raw
+        for key in field.split("."):
+            if isinstance(node, list) and key.isdigit() and int(key) < len(node):
+                node = node[int(key)]
+            else:
+                node = node.get(key) if isinstance(node, dict) else None
+        if node is None:
+            return ""
+        return node if isinstance(node, str) else json.dumps(node, sort_keys=True)
 
     @property
     def values(self) -> dict[str, str]:
@@ -217,8 +245,12 @@ def import_harbor(job_dirs: Sequence[Path], mapping: ArmMapping, run: str = "har
     """
     chosen: dict[tuple[str, str], list[HarborTrial]] = {}
     skipped = []
-    for trial in read_trials(job_dirs):
-        arm = mapping.arm(trial.values)
+    trials = read_trials(job_dirs)
+    if not any(trial.value(mapping.arm_from) for trial in trials):
+        raise InputError(trials[0].path, mapping.arm_from, "no trial has this field",
+                         f"top-level keys: {', '.join(sorted(trials[0].raw))}")
+    for trial in trials:
+        arm = mapping.arm({mapping.arm_from: trial.value(mapping.arm_from)})
         if arm is None:
             skipped.append(trial.path)
             continue

@@ -25,6 +25,7 @@ from fire_exp.policies.model import (
     rule,
 )
 from fire_exp.policies.runtime import LogEntry, PolicyRuntime
+from fire_exp.policies.status import succeeded
 from fire_exp.policies.trajectory import Walk, replay
 
 __all__ = [
@@ -55,4 +56,5 @@ __all__ = [
     "resolve_portfolio",
     "rule",
     "sha256_file",
+    "succeeded",
 ]

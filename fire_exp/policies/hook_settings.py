@@ -6,8 +6,9 @@ Both CLIs read the same JSON shape (reference/hooks.md)::
                                                        "command": "...", "timeout": 60}]}]}}
 
 Claude Code reads it from ``.claude/settings.json`` (or ``claude --settings FILE``); Codex
-from ``.codex/hooks.json`` (or ``$CODEX_HOME/hooks.json``). Tool events carry the matcher
-``Bash`` (Codex reports its shell tool as ``Bash`` to hooks); the others take no matcher.
+from ``.codex/hooks.json`` (or ``$CODEX_HOME/hooks.json``). Tool events match the shell and
+the file-edit tools (:data:`MATCHERS`: Codex reports its shell tool as ``Bash`` and its
+edits as ``apply_patch``); the other events take no matcher.
 """
 
 from __future__ import annotations
@@ -23,6 +24,8 @@ from fire_exp.policies.model import Family
 TARGETS = {"claude-code": Path(".claude") / "settings.json",
            "codex": Path(".codex") / "hooks.json"}
 TOOL_EVENTS = ("PreToolUse", "PostToolUse")
+MATCHERS = {"claude-code": "Bash|Edit|MultiEdit|Write|NotebookEdit",
+            "codex": "Bash|apply_patch"}
 DEFAULT_TIMEOUT_S = 60
 
 
@@ -70,6 +73,6 @@ def hook_settings(target: str, families: Sequence[Family], *, portfolio: str, ar
                                            state_dir=state_dir, cli=target, controls=controls)}
         group: dict[str, Any] = {"hooks": [handler]}
         if event in TOOL_EVENTS:
-            group = {"matcher": "Bash"} | group
+            group = {"matcher": MATCHERS[target]} | group
         hooks[event] = [group]
     return {"hooks": hooks}

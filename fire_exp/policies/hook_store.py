@@ -42,12 +42,24 @@ class SessionState:
     events: int = 0
     commands: int = 0
     stop_rounds: int = 0  # consecutive Stop calls with stop_hook_active
+    pending_context: str = ""  # Codex: a PreToolUse instruction for the PostToolUse
 
 
 def session_key(session_id: str) -> str:
     """A file name for ``session_id`` (sanitised, with a hash so names cannot collide)."""
     safe = re.sub(r"[^A-Za-z0-9._-]", "_", session_id)[:64] or "session"
     return f"{safe}-{hashlib.sha256(session_id.encode()).hexdigest()[:10]}"
+
+
+def _encode(value: Any) -> Any:
+    """Families keep sets in their state: they must come back as sets, not strings."""
+    if isinstance(value, (set, frozenset)):
+        return {"__set__": sorted(value, key=repr)}
+    return str(value)
+
+
+def _decode(obj: dict[str, Any]) -> Any:
+    return set(obj["__set__"]) if set(obj) == {"__set__"} else obj
 
 
 @contextmanager
@@ -62,10 +74,11 @@ def locked_session(state_dir: Path, session_id: str) -> Iterator[SessionState]:
         try:
             state = SessionState()
             if path.is_file():
-                state = SessionState(**json.loads(path.read_text(encoding="utf-8")))
+                state = SessionState(**json.loads(path.read_text(encoding="utf-8"),
+                                                  object_hook=_decode))
             yield state
             tmp = path.with_suffix(f".tmp{os.getpid()}")
-            tmp.write_text(json.dumps(asdict(state), default=str), encoding="utf-8")
+            tmp.write_text(json.dumps(asdict(state), default=_encode), encoding="utf-8")
             tmp.replace(path)
         finally:
             fcntl.flock(lock, fcntl.LOCK_UN)

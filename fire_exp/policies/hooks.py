@@ -8,15 +8,19 @@ CLI event           runtime event   from the payload
 ==================  ==============  ======================================================
 UserPromptSubmit    SessionStart    ``prompt`` (the first one is the session's task text)
 SessionStart        SessionStart    ``prompt`` if present; otherwise only recorded
-PreToolUse          PreToolUse      ``tool_input.command`` of a shell tool (``Bash``)
-PostToolUse         PostToolUse     ``tool_input.command``, ``tool_response`` as output
+PreToolUse          PreToolUse      ``tool_input.command`` of a shell tool (``Bash``), or
+                                    the files of an edit tool (a write event)
+PostToolUse         PostToolUse     the same, ``tool_response`` as output and exit code
 Stop                Stop            ``stop_hook_active``
 ==================  ==============  ======================================================
 
-The combined decision is answered in the shape of reference/hooks.md: a ``deny`` at
-PreToolUse as ``hookSpecificOutput.permissionDecision``; an ``instruct`` at Stop as
-``{"decision": "block", "reason": ...}`` (never with an empty reason); an ``instruct``
-elsewhere as ``hookSpecificOutput.additionalContext``; ``allow`` as no output. The bridge
+Payload shapes are read by :mod:`fire_exp.policies.tool_payloads`. The combined decision
+is answered in the shape of reference/hooks.md: a ``deny`` at PreToolUse as
+``hookSpecificOutput.permissionDecision``; an ``instruct`` at Stop as ``{"decision":
+"block", "reason": ...}`` (never with an empty reason); an ``instruct`` elsewhere as
+``hookSpecificOutput.additionalContext``; ``allow`` as no output. Codex accepts only a deny
+from a PreToolUse hook, so for Codex an instruction raised there is held in the session
+state and delivered with the same tool's PostToolUse. The bridge
 never blocks an agent because of itself: a policy error fails open, and malformed input
 or a portfolio that does not load (or does not match its manifest) answers nothing; all
 are written to the activity log, where the validity guard finds them.
@@ -25,8 +29,6 @@ are written to the activity log, where the validity guard finds them.
 from __future__ import annotations
 
 import json
-import re
-import shlex
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -39,6 +41,13 @@ from fire_exp.policies.hook_store import SessionState, append_activity, locked_s
 from fire_exp.policies.loader import Portfolio, load_portfolio, sha256_file
 from fire_exp.policies.model import Decision, Event, EventName, Family
 from fire_exp.policies.runtime import MAX_STOP_ROUNDS, PolicyRuntime, RuntimeMemory
+from fire_exp.policies.tool_payloads import (
+    EDIT_TOOLS,
+    SHELL_TOOLS,
+    edit_paths,
+    shell_command,
+    tool_output,
+)
 from fire_exp.records import now_iso
 
 CLIS = ("claude-code", "codex")
@@ -47,9 +56,6 @@ HOOK_EVENTS: dict[str, EventName] = {"SessionStart": "SessionStart",
                                      "UserPromptSubmit": "SessionStart",
                                      "PreToolUse": "PreToolUse", "PostToolUse": "PostToolUse",
                                      "Stop": "Stop"}
-SHELL_TOOLS = frozenset({"Bash", "bash", "shell", "local_shell", "exec_command"})
-_KEPT = 4000
-_EXIT_LINE = re.compile(r"^Exit code: (-?\d+)", re.M)
 
 
 def load_arm_families(portfolio: str | Path, arm: str,
@@ -120,6 +126,7 @@ class HookCall:
     exit_code: int | None
     prompt: str | None
     stop_hook_active: bool
+    paths: tuple[str, ...] = ()  # the files an edit tool writes
 
 
 def parse_payload(hook_event: str, payload: Any) -> HookCall:
@@ -129,40 +136,28 @@ def parse_payload(hook_event: str, payload: Any) -> HookCall:
     session_id = payload.get("session_id")
     if not isinstance(session_id, str) or not session_id:
         raise ValueError("the hook input has no session_id")
+    tool_name = payload.get("tool_name")
+    tool_name = tool_name if isinstance(tool_name, str) else None
     tool_input = payload.get("tool_input") or {}
-    command = tool_input.get("command", "") if isinstance(tool_input, dict) else ""
-    if isinstance(command, list):  # Codex's older shell tool passes argv
-        command = shlex.join(str(c) for c in command)
-    output, exit_code = _tool_output(payload.get("tool_response"))
+    paths = edit_paths(tool_name, tool_input)
+    command = "" if tool_name in EDIT_TOOLS else shell_command(tool_input)
+    output, exit_code = tool_output(payload.get("tool_response"))
     prompt = payload.get("prompt")
-    return HookCall(hook_event=hook_event, session_id=session_id,
-                    tool_name=payload.get("tool_name"), command=str(command), output=output,
-                    exit_code=exit_code, prompt=prompt if isinstance(prompt, str) else None,
-                    stop_hook_active=bool(payload.get("stop_hook_active")))
+    return HookCall(hook_event=hook_event, session_id=session_id, tool_name=tool_name,
+                    command=command, output=output, exit_code=exit_code,
+                    prompt=prompt if isinstance(prompt, str) else None,
+                    stop_hook_active=bool(payload.get("stop_hook_active")), paths=paths)
 
 
-def _tool_output(response: Any) -> tuple[str, int | None]:
-    if response is None:
-        return "", None
-    if isinstance(response, str):  # Codex: "Exit code: N\nWall time: ...\nOutput:\n..."
-        match = _EXIT_LINE.search(response)
-        output = response.split("Output:\n", 1)[1] if "Output:\n" in response else response
-        return output[-_KEPT:], int(match.group(1)) if match else None
-    if not isinstance(response, dict):
-        return json.dumps(response)[-_KEPT:], None
-    parts = [response.get(k) for k in ("stdout", "stderr", "output", "aggregated_output")]
-    text = "\n".join(p for p in parts if isinstance(p, str) and p)
-    code = next((response[k] for k in ("exit_code", "exitCode", "returncode")
-                 if isinstance(response.get(k), int)), None)
-    if code is None and response.get("interrupted") is not None:
-        # Claude Code's Bash response has no exit code; PostToolUse follows a success.
-        code = 1 if response.get("interrupted") else 0
-    return text[-_KEPT:], code
+def render(hook_event: str, decision: Decision, cli: Cli = "claude-code"
+           ) -> dict[str, Any] | None:
+    """The stdout JSON a CLI expects for ``decision`` at ``hook_event`` (None: say nothing).
 
-
-def render(hook_event: str, decision: Decision) -> dict[str, Any] | None:
-    """The stdout JSON a CLI expects for ``decision`` at ``hook_event`` (None: say nothing)."""
+    For Codex a PreToolUse answer is a deny or nothing (an allow or ask fails the hook).
+    """
     if decision.is_allow or not decision.text.strip():
+        return None
+    if cli == "codex" and hook_event == "PreToolUse" and decision.kind != "deny":
         return None
     if hook_event == "Stop":
         return {"decision": "block", "reason": decision.text}
@@ -193,15 +188,30 @@ class HookBridge:
             if call.hook_event == "Stop" and state.stop_rounds > MAX_STOP_ROUNDS \
                     and not decision.is_allow:
                 decision = Decision("allow")  # the backstop: let the agent stop
-        answer = render(call.hook_event, decision)
+            decision = self._codex_deferral(call, decision, state)
+        answer = render(call.hook_event, decision, self.cli)
         base = self._base(call, start)
         line = base | {"kind": "event", "policyName": None,
                        "decision": "allow" if answer is None else decision.kind,
                        "reason": decision.text if answer is not None else "",
                        "step": event.step if event else 0, "seq": state.events,
-                       "command": call.command[:500] or None}
+                       "command": call.command[:500] or None,
+                       "paths": list(call.paths) or None}
         append_activity(self.state_dir, [*(base | e for e in entries), line])
         return answer
+
+    def _codex_deferral(self, call: HookCall, decision: Decision, state: SessionState
+                        ) -> Decision:
+        """Codex: hold a PreToolUse instruction for the same tool's PostToolUse."""
+        if self.cli != "codex":
+            return decision
+        if call.hook_event == "PreToolUse" and decision.kind == "instruct":
+            state.pending_context = decision.text
+        elif call.hook_event == "PostToolUse" and state.pending_context:
+            held, state.pending_context = state.pending_context, ""
+            text = f"{held}\n\n{decision.text}" if not decision.is_allow else held
+            return Decision("instruct", text)
+        return decision
 
     def _event(self, call: HookCall, state: SessionState) -> Event | None:
         name = HOOK_EVENTS.get(call.hook_event)
@@ -211,12 +221,14 @@ class HookBridge:
             state.task_text = state.task_text or call.prompt
             return Event("SessionStart", call.prompt)
         if name in ("PreToolUse", "PostToolUse"):
-            if call.tool_name not in SHELL_TOOLS or not call.command:
+            shell = call.tool_name in SHELL_TOOLS and bool(call.command)
+            if not shell and not call.paths:
                 return None
             if name == "PreToolUse":
                 state.commands += 1
             return Event(name, state.task_text, command=call.command, output=call.output,
-                         exit_code=call.exit_code, step=state.commands)
+                         exit_code=call.exit_code, step=state.commands, paths=call.paths,
+                         tool=call.tool_name or "Bash")
         if name == "Stop":
             # Consecutive continuations caused by stop hooks; a stop the agent reaches on
             # its own (stop_hook_active false) starts a new chain.

@@ -33,14 +33,17 @@ State = dict[str, Any]
 
 @dataclass(frozen=True)
 class Step:
-    """One entry of an attempt's command log: a command (run or denied) or a stop request."""
+    """One entry of an attempt's command log: a command (run or denied), a file edit by a
+    CLI's edit tool (``paths``: every file it wrote; ``command`` names the tool), or a stop
+    request."""
 
     index: int
-    kind: Literal["command", "stop"]
+    kind: Literal["command", "stop", "edit"]
     command: str = ""
     exit_code: int | None = None
     output: str = ""
     denied: bool = False
+    paths: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -56,6 +59,9 @@ class Event:
         exit_code: the command's exit code (``PostToolUse``).
         step: index of the command in the session (0 for SessionStart).
         stop_hook_active: the agent is already continuing because of an earlier Stop nudge.
+        paths: the files a file-edit tool writes (``Edit``, ``Write``, ``apply_patch`` ...);
+            such a write event has an empty ``command``.
+        tool: the tool's name as the agent reported it (``Bash`` for a command).
     """
 
     name: EventName
@@ -65,6 +71,8 @@ class Event:
     exit_code: int | None = None
     step: int = 0
     stop_hook_active: bool = False
+    paths: tuple[str, ...] = ()
+    tool: str = "Bash"
 
 
 @dataclass(frozen=True)

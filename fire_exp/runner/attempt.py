@@ -3,8 +3,9 @@
 ``run_attempt`` takes objects, not config: a task, an environment, an agent, the arm's
 families and the coding portfolio. It writes only into the attempt's own log folder and
 returns an :class:`AttemptRecord`; it never raises for a failure of the attempt (the
-failure is the record's ``cause``). The record's run-level fields (log folder, lineage)
-are filled in by the runner when it writes it (:func:`fire_exp.runner.jobs.finish_record`).
+failure is the record's ``cause``), only a :class:`~fire_exp.errors.ProtocolError`, which
+stops the run. The record's run-level fields (log folder, lineage) are filled in by the
+runner when it writes it (:func:`fire_exp.runner.jobs.finish_record`).
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from fire_exp.agents.base import Agent, AgentOutcome, BoxedAgent, ProviderError
 from fire_exp.agents.session import AgentSession, AgentTimeout, AttemptContext
 from fire_exp.environments.base import Environment, EnvironmentFailure, VerifierResult
 from fire_exp.environments.redaction import redact_tree
+from fire_exp.errors import ProtocolError
 from fire_exp.policies.arms import ARM_REGISTRY
 from fire_exp.policies.model import Family, Step
 from fire_exp.policies.runtime import PolicyRuntime
@@ -136,6 +138,8 @@ def _run_agent(agent: Agent, session: AgentSession, rng: np.random.Generator
         return AgentOutcome(), (Cause.PROVIDER_FAILED if before else Cause.AGENT_ERROR), str(exc)
     except EnvironmentFailure as exc:
         return AgentOutcome(), Cause.ENVIRONMENT_FAILED, str(exc)
+    except ProtocolError:
+        raise  # no attempt can succeed: the run stops
     except Exception as exc:  # noqa: BLE001 - a crash of the agent is the attempt's failure
         cause = Cause.AGENT_ERROR if session.n_commands else Cause.HARNESS_FAILED
         return AgentOutcome(), cause, f"{type(exc).__name__}: {exc}"
@@ -177,6 +181,8 @@ def run_attempt(spec: AttemptSpec, env: Environment, agent: Agent, arm_families:
                     cause, error = verifier.cause, verifier.message
     except _Cancelled:
         pass
+    except ProtocolError:
+        raise
     except EnvironmentFailure as exc:
         cause, error = Cause.ENVIRONMENT_FAILED, str(exc)
     except Exception as exc:  # noqa: BLE001 - a harness fault is recorded, not raised

@@ -13,6 +13,7 @@ from __future__ import annotations
 import concurrent.futures as cf
 
 from fire_exp.environments.base import Environment
+from fire_exp.errors import ProtocolError
 from fire_exp.records import AttemptRecord, Cause
 from fire_exp.runner.build import Panel
 from fire_exp.runner.jobs import AttemptJob, JobQueue, OnDone, OnStart, execute, harness_failure
@@ -62,6 +63,8 @@ class LocalExecutor:
 def _result(future: cf.Future[AttemptRecord], job: AttemptJob, panel: Panel) -> AttemptRecord:
     try:
         return future.result()
+    except ProtocolError:
+        raise  # the run stops (run_attempt)
     except Exception as exc:  # noqa: BLE001 - a fault outside run_attempt is the harness's
         return harness_failure(panel, job, f"{type(exc).__name__}: {exc}")
 

@@ -32,6 +32,7 @@ from typing import Any
 
 from fire_exp.config import RunConfig
 from fire_exp.environments.session_host import is_alive
+from fire_exp.errors import ProtocolError
 from fire_exp.records import AttemptRecord, Cause
 from fire_exp.runner.build import Panel
 from fire_exp.runner.cleanup import reap
@@ -176,6 +177,8 @@ def _collect(ray: Any, ref: Any, job: AttemptJob, panel: Panel) -> AttemptRecord
     except ray.exceptions.TaskCancelledError:
         return None
     except ray.exceptions.RayTaskError as exc:
+        if isinstance(getattr(exc, "cause", None), ProtocolError):
+            raise exc.cause from None  # the run stops (run_attempt)
         return harness_failure(panel, job, f"the Ray task failed: {exc}")
     except ray.exceptions.RayError as exc:  # worker or node died, object lost
         return harness_failure(panel, job,

@@ -60,10 +60,12 @@ def _runs_candidate(command: str, candidates: set[str]) -> bool:
                for n in candidates)
 
 
-def _track(state: dict, command: str) -> None:
-    """Update the state for one executed command (state['now']: it ran a candidate)."""
+def _track(state: dict, command: str, paths: tuple = ()) -> None:
+    """Update the state for one executed command or file edit (``paths``: the files a CLI's
+    edit tool wrote); state['now']: it ran a candidate."""
     candidates = state.setdefault("candidates", set())
-    written = _names(command)
+    written = _names(command) | {name for name in (p.rstrip("/").split("/")[-1] for p in paths)
+                                 if PROGRAM_NAME.search(name)}
     state["now"] = False
     if written:
         candidates.update(written)
@@ -90,7 +92,7 @@ class BinaryEquivalence(Family):
 
     def track(self, event, state):
         if event.name == "PreToolUse":
-            _track(state, event.command)
+            _track(state, event.command, event.paths)
 
     @rule(events=("PreToolUse",), limit=1)
     def measure_first_run(self, event, state):
@@ -105,7 +107,8 @@ class BinaryEquivalence(Family):
         return ALLOW
 
     def code(self, trajectory, task_text):
-        state = replay(trajectory, lambda s, step: _track(s, step.command)).state
+        state = replay(trajectory, lambda s, step: _track(
+            s, "" if step.kind == "edit" else step.command, step.paths)).state
         ran = bool(state.get("runs"))
         return Coding(state=ran, behavior=_measured(state) if ran else None)
 

@@ -7,7 +7,7 @@ exists; behavior — a complete copy precedes the first mutating open.
 
 import re
 
-from fire_exp.policies import ALLOW, Coding, Family, deny, replay, rule
+from fire_exp.policies import ALLOW, Coding, Family, deny, replay, rule, succeeded
 
 RECOVERY = re.compile(r"\b(recover\w*|repair\w*|forensic\w*|corrupt\w*|damaged|truncated|"
                       r"deleted|lost)\b", re.I)
@@ -38,7 +38,9 @@ def _is_backup(command: str) -> bool:
 
 
 def _observe(state: dict, step) -> None:
-    if _is_backup(step.command) and not step.denied and step.exit_code == 0:
+    if step.kind != "command":
+        return
+    if _is_backup(step.command) and not step.denied and succeeded(step.exit_code, step.output):
         state["backup"] = True
     elif MUTATING.search(step.command):
         if not state.get("backup"):
@@ -56,7 +58,8 @@ class DatabaseEvidence(Family):
         return bool(RECOVERY.search(task_text) and DATABASE.search(task_text))
 
     def track(self, event, state):
-        if event.name == "PostToolUse" and event.exit_code == 0 and _is_backup(event.command):
+        if event.name == "PostToolUse" and _is_backup(event.command) \
+                and succeeded(event.exit_code, event.output):
             state["backup"] = True
 
     @rule(events=("PreToolUse",), limit=None)  # repeats until the copy exists

@@ -52,8 +52,9 @@ def _variant(task_text: str) -> bool:
     return bool(CREDENTIAL.search(task_text) and PLACEHOLDER.search(task_text))
 
 
-def _track(state: dict, step: int, command: str) -> None:
-    if WRITE.search(command):
+def _track(state: dict, step: int, command: str, edit: bool = False) -> None:
+    """One executed action; ``edit``: a CLI's file-edit tool wrote files (a write)."""
+    if edit or WRITE.search(command):
         state["last_write"] = step
         state["diffed"] = False
     elif DIFF.search(command) and state.get("last_write") is not None:
@@ -69,9 +70,9 @@ class ExactReplacement(Family):
 
     def track(self, event, state):
         if event.name == "PreToolUse":
-            state["writing_now"] = bool(WRITE.search(event.command))
+            state["writing_now"] = bool(WRITE.search(event.command) or event.paths)
         elif event.name == "PostToolUse":
-            _track(state, event.step, event.command)
+            _track(state, event.step, event.command, bool(event.paths))
 
     @rule(events=("PreToolUse",), limit=1)
     def allowlist_before_write(self, event, state):
@@ -92,7 +93,8 @@ class ExactReplacement(Family):
         return ALLOW
 
     def code(self, trajectory, task_text):
-        state = replay(trajectory, lambda s, step: _track(s, step.index, step.command)).state
+        state = replay(trajectory, lambda s, step: _track(
+            s, step.index, step.command, step.kind == "edit")).state
         wrote = state.get("last_write") is not None
         return Coding(state=wrote, behavior=bool(state.get("diffed")) if wrote else None)
 

@@ -7,7 +7,7 @@ tokenizer and field subtotals; behavior — subtotals reconciled to the total.
 
 import re
 
-from fire_exp.policies import ALLOW, Coding, Family, instruct, replay, rule
+from fire_exp.policies import ALLOW, Coding, Family, instruct, replay, rule, succeeded
 
 COUNT = re.compile(r"\b(count|number of|total)\b[^.]{0,40}\btokens?\b|\btoken counts?\b", re.I)
 DATASET = re.compile(r"\b(dataset|corpus|jsonl|parquet|split|records?)\b", re.I)
@@ -29,7 +29,7 @@ def _reconciles(command: str, output: str) -> bool:
 
 
 def _observe(state: dict, step) -> None:
-    if step.exit_code == 0 and _reconciles(step.command, step.output):
+    if succeeded(step.exit_code, step.output) and _reconciles(step.command, step.output):
         state["reconciled"] = True
 
 
@@ -41,7 +41,7 @@ class TokenAccounting(Family):
         return all(p.search(task_text) for p in (COUNT, DATASET, SUBSET, TOKENIZER))
 
     def track(self, event, state):
-        if event.name == "PostToolUse" and event.exit_code == 0 \
+        if event.name == "PostToolUse" and succeeded(event.exit_code, event.output) \
                 and _reconciles(event.command, event.output):
             state["reconciled"] = True
         elif event.name == "PreToolUse":

@@ -11,9 +11,13 @@ The script comes from $FAKE_CLI_SCRIPT: {"commands": [...], "after_nudge": [...]
 
 import json
 import os
+import re
 import subprocess
 import sys
 
+if sys.argv[1:] == ["--version"]:
+    print("fake-cli 0.0.1")
+    sys.exit(0)
 CODEX = len(sys.argv) > 1 and sys.argv[1] == "exec"
 SESSION = "fake-session-1"
 
@@ -43,7 +47,8 @@ def fire(event, fields):
         payload |= {"model": "gpt-5-codex", "turn_id": "turn-1"}
     answer = None
     for group in HOOKS.get(event, []):
-        if "matcher" in group and group["matcher"] != fields.get("tool_name"):
+        # A matcher is a regular expression over the tool name (both CLIs' docs).
+        if "matcher" in group and not re.fullmatch(group["matcher"], fields.get("tool_name", "")):
             continue
         for handler in group["hooks"]:
             proc = subprocess.run(handler["command"], shell=True, input=json.dumps(payload),

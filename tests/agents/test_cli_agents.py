@@ -8,6 +8,9 @@ and the read-back are exercised for real.
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -22,6 +25,7 @@ from fire_exp.runner.attempt import AttemptSpec
 from tests.agents.agent_support import FAKE_KEY, KEY_ENV, RunFn
 
 FAKE = Path(__file__).with_name("fake_cli.py")
+ROOT = Path(__file__).resolve().parents[2]
 PASS = ["FAKE_CLI_SCRIPT", "FAKE_CLI_NO_HOOKS", KEY_ENV]
 
 
@@ -145,3 +149,54 @@ def test_parsers_skip_noise_and_report_failures() -> None:
     assert [(c.command, c.output, c.exit_code) for c in claude.commands] == [("ls", "x", 1)]
     codex = parse_codex_json(['{"type": "turn.failed", "error": {"message": "quota"}}', "{bad"])
     assert codex.errors == ["quota"] and not codex.commands
+
+
+# --- preflight (issue 11, point 2: the agent side) ----------------------------------------
+
+def test_preflight_reads_the_cli_version() -> None:
+    agent = CodexAgent(binary=str(FAKE))
+    agent.preflight()
+    assert agent.version.startswith("fake-cli")
+
+
+@pytest.mark.parametrize("agent_class", [ClaudeCodeAgent, CodexAgent])
+def test_preflight_without_the_cli_says_how_to_install_it(agent_class: type,
+                                                          monkeypatch: pytest.MonkeyPatch,
+                                                          tmp_path: Path) -> None:
+    from fire_exp.errors import PreflightError
+
+    monkeypatch.setenv("PATH", str(tmp_path))
+    with pytest.raises(PreflightError, match=r"not found on PATH \(install it \(npm install"):
+        agent_class().preflight()
+
+
+def test_a_run_without_codex_on_path_refuses_to_start(tmp_path: Path) -> None:
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    (bin_dir / "python3").symlink_to(sys.executable)
+    proc = subprocess.run(
+        [sys.executable, "-m", "fire_exp", "run", "panel=demo", "agent=codex",
+         f"results_dir={tmp_path / 'results'}"], capture_output=True, text=True, cwd=ROOT,
+        timeout=300, env=os.environ | {"PATH": str(bin_dir), "PYTHONPATH": str(ROOT)})
+    assert proc.returncode == 2
+    assert proc.stderr.strip().splitlines()[-1].startswith(
+        "fire-exp run: error: agent=codex: the `codex` executable was not found on PATH")
+    assert "npm install -g @openai/codex" in proc.stderr
+    assert not (tmp_path / "results").exists()  # nothing was recorded
+
+
+def test_codex_cost_uses_the_configured_model_and_the_cached_rate(
+        monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    from tests.agents.protocol_fixtures import lines
+
+    home = tmp_path / "codex-home"
+    home.mkdir()
+    (home / "config.toml").write_text('model = "gpt-5.1-codex"\n[features]\nhooks = true\n')
+    monkeypatch.setenv("CODEX_HOME", str(home))
+    prices = {"gpt-5.1-codex": {"input": 1.25, "cached_input": 0.125, "output": 10.0}}
+    agent = CodexAgent(prices=prices)
+    transcript = parse_codex_json(lines("codex-exec-json-docs__command-file-change-usage.jsonl"))
+    usage = agent._usage(transcript)
+    assert usage.model == "gpt-5.1-codex" and usage.cached_input_tokens == 24448
+    expected = ((24763 - 24448) * 1.25 + 24448 * 0.125 + 122 * 10.0) / 1e6
+    assert usage.cost_usd == pytest.approx(expected) and usage.cost_usd > 0

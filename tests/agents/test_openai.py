@@ -163,12 +163,6 @@ def test_provider_failure_after_a_command_is_the_agents_error(fake_key, run_task
     assert record.cause is Cause.AGENT_ERROR and record.n_commands == 1
 
 
-def test_client_errors_are_not_retried(fake_key, run_task: RunFn) -> None:
-    with ScriptedServer([error(401, "bad key")]) as server:
-        record = run_task("csv-column-stats", "baseline", agent_for(server))
-    assert len(server.requests) == 1 and record.cause is Cause.PROVIDER_FAILED
-
-
 def test_missing_key_names_the_variable(monkeypatch, run_task: RunFn) -> None:
     monkeypatch.delenv(KEY_ENV, raising=False)
     with ScriptedServer([text()]) as server:
@@ -182,7 +176,8 @@ def test_bad_tool_arguments_run_nothing(fake_key, run_task: RunFn) -> None:
     with ScriptedServer(script) as server:
         record = run_task("csv-column-stats", "baseline", agent_for(server))
     assert record.n_commands == 0
-    assert server.requests[1]["messages"][-1]["content"].startswith("error: the bash tool")
+    assert server.requests[1]["messages"][-1]["content"].startswith("error: malformed tool")
+    assert record.usage.malformed_tool_calls == 1
 
 
 def test_tokens_cost_model_and_route(fake_key, run_task: RunFn) -> None:

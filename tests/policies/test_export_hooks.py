@@ -1,0 +1,123 @@
+"""`fire-exp export-hooks` merges into a user's settings and takes out only its own entries
+(issue 11, point 5)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import tomllib
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from fire_exp.policies.hook_files import (
+    MARK,
+    is_ours,
+    with_feature_flag,
+    without_feature_flag,
+)
+from fire_exp.policies.hook_settings import TARGETS
+
+ROOT = Path(__file__).resolve().parents[2]
+USER_HOOK = {"type": "command", "command": "npx prettier --write \"$FILE\"", "timeout": 30}
+USER_SETTINGS: dict[str, Any] = {
+    "permissions": {"allow": ["Bash(git diff:*)"], "deny": ["Read(./.env)"]},
+    "env": {"FOO": "bar"},
+    "model": "opus",
+    "hooks": {"PostToolUse": [{"matcher": "Edit|Write", "hooks": [USER_HOOK]}],
+              "Notification": [{"hooks": [{"type": "command", "command": "notify-send hi"}]}]},
+}
+USER_TOML = 'model = "gpt-5.1-codex"\n\n[features]\nweb_search = true\n\n[projects."/x"]\n' \
+            'trust_level = "trusted"\n'
+
+
+def export(target: str, out: Path, *extra: str) -> subprocess.CompletedProcess[str]:
+    args = ["--portfolio", "fire-core", "--arm", "real"] if "--remove" not in extra else []
+    return subprocess.run(
+        [sys.executable, "-m", "fire_exp", "export-hooks", "--target", target, "--out",
+         str(out), *args, *extra], capture_output=True, text=True, cwd=ROOT, timeout=60,
+        env=os.environ | {"PYTHONPATH": str(ROOT)})
+
+
+def backups(folder: Path) -> list[Path]:
+    return sorted(folder.glob("*.fire-exp-backup-*"))
+
+
+@pytest.mark.parametrize("cli", ["claude-code", "codex"])
+def test_export_merges_is_idempotent_backs_up_and_removes_exactly_its_own(
+        cli: str, tmp_path: Path) -> None:
+    path = tmp_path / TARGETS[cli]
+    path.parent.mkdir(parents=True)
+    original = json.dumps(USER_SETTINGS, indent=2) + "\n"
+    path.write_text(original)
+    config = tmp_path / ".codex" / "config.toml"
+    if cli == "codex":
+        config.write_text(USER_TOML)
+
+    first = export(cli, tmp_path)
+    assert first.returncode == 0, first.stderr
+    doc = json.loads(path.read_text())
+    assert {k: v for k, v in doc.items() if k != "hooks"} == \
+        {k: v for k, v in USER_SETTINGS.items() if k != "hooks"}
+    assert USER_HOOK in doc["hooks"]["PostToolUse"][0]["hooks"]  # the user's hook stays
+    assert doc["hooks"]["Notification"] == USER_SETTINGS["hooks"]["Notification"]
+    ours = [h for groups in doc["hooks"].values() for g in groups for h in g["hooks"]
+            if is_ours(h)]
+    assert len(ours) == 4  # UserPromptSubmit, PreToolUse, PostToolUse, Stop
+    [backup] = [b for b in backups(path.parent) if b.name.startswith(path.name)]
+    assert backup.read_text() == original
+
+    after_first = path.read_text()
+    second = export(cli, tmp_path)
+    assert second.returncode == 0 and path.read_text() == after_first  # nothing added twice
+    assert f"unchanged {path}" in second.stderr
+
+    if cli == "codex":
+        flags = tomllib.loads(config.read_text())
+        assert flags["features"] == {"web_search": True, "hooks": True}
+        assert flags["model"] == "gpt-5.1-codex" and flags["projects"]["/x"]
+        assert "codex_hooks" not in config.read_text()
+        assert "/hooks" in first.stderr and "trust" in first.stderr
+
+    removed = export(cli, tmp_path, "--remove")
+    assert removed.returncode == 0, removed.stderr
+    assert json.loads(path.read_text()) == USER_SETTINGS
+    if cli == "codex":
+        assert config.read_text() == USER_TOML
+
+
+def test_export_into_a_project_without_settings_and_remove_again(tmp_path: Path) -> None:
+    assert export("codex", tmp_path).returncode == 0
+    assert backups(tmp_path / ".codex") == []  # nothing existed to back up
+    assert tomllib.loads((tmp_path / ".codex" / "config.toml").read_text()) == \
+        {"features": {"hooks": True}}
+    assert export("codex", tmp_path, "--remove").returncode == 0
+    assert json.loads((tmp_path / ".codex" / "hooks.json").read_text()) == {}
+    assert (tmp_path / ".codex" / "config.toml").read_text() == ""
+
+
+def test_a_settings_file_that_is_not_json_is_refused_and_left_alone(tmp_path: Path) -> None:
+    path = tmp_path / TARGETS["claude-code"]
+    path.parent.mkdir(parents=True)
+    path.write_text('{"permissions": {\n  "allow": [}\n')
+    proc = export("claude-code", tmp_path)
+    assert proc.returncode == 2 and "settings.json: line 2: not valid JSON" in proc.stderr
+    assert path.read_text() == '{"permissions": {\n  "allow": [}\n'
+
+
+@pytest.mark.parametrize(("before", "features"), [
+    ("", {"hooks": True}),
+    ("[features]\nhooks = false\n", {"hooks": True}),
+    ("[features]\ncodex_hooks = true\n", {"codex_hooks": True, "hooks": True}),
+    ("[features]\nhooks = true\n", {"hooks": True}),
+    ('x = 1\n[features]\nfoo = "a"\n[tui]\nbar = 2\n', {"foo": "a", "hooks": True}),
+])
+def test_the_codex_feature_flag_round_trips(before: str, features: dict[str, Any]) -> None:
+    after = with_feature_flag(before)
+    assert tomllib.loads(after)["features"] == features
+    assert without_feature_flag(after) == before
+    assert with_feature_flag(after) == after
+    assert (MARK in after) == (before != "[features]\nhooks = true\n")
