@@ -83,10 +83,16 @@ def llama_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
             proc.wait()
 
 
+@pytest.mark.parametrize("environment", ["local", pytest.param("docker",
+                                                                  marks=pytest.mark.docker)])
 def test_a_small_panel_against_llama_cpp_has_no_protocol_error(llama_server: str,
-                                                               tmp_path: Path) -> None:
+                                                               tmp_path: Path,
+                                                               environment: str) -> None:
+    # With environment=docker the agent talks to the server from this machine and its
+    # commands run in the task's container (issue 16: the real-model test runs there too).
     proc = subprocess.run(
         [sys.executable, "-m", "fire_exp", "run", "panel=demo", "agent=openai",
+         f"environment={environment}",
          f"agent.base_url={llama_server}", "agent.model=smollm2", "agent.api_key_env=''",
          "agent.max_steps=4", "agent.retries=2", "panel.attempts=1",
          "panel.eligible=[serve-status-page]", "panel.silent=[csv-column-stats]",
@@ -97,7 +103,7 @@ def test_a_small_panel_against_llama_cpp_has_no_protocol_error(llama_server: str
     assert proc.returncode == 0, proc.stderr[-3000:]
     [attempts] = list(tmp_path.glob("demo/*/attempts.jsonl"))
     records = read_records(attempts).finished  # every line validates against the schema
-    assert len(records) == 4
+    assert len(records) == 4 and {r.environment for r in records} == {environment}
     assert not [r for r in records if r.cause in NO_FAIR_ATTEMPT], \
         [(r.task, r.arm, r.cause, r.error) for r in records]
     # A slow machine may spend an attempt's whole budget on its first call: a timeout.
