@@ -48,6 +48,7 @@ from fire_exp.environments.docker_session import (
     tar_file,
 )
 from fire_exp.environments.images import BASE_IMAGE, LABEL, ensure_task_image, slug
+from fire_exp.environments.redaction import redact_tree
 from fire_exp.environments.reward import read_reward_dir
 from fire_exp.errors import PreflightError
 from fire_exp.records import Cause
@@ -338,14 +339,8 @@ class DockerEnvironment(Environment):
         bits, _ = self.container.get_archive(LOGS)
         extract_archive(bits, self.attempt_dir)
         self._logs_copied = True
-        secrets_ = [v for v in self.redactions if len(v) >= 8]
-        for path in (self.attempt_dir / "logs").rglob("*") if secrets_ else ():
-            if path.is_file():
-                data = path.read_bytes()
-                if any(v.encode() in data for v in secrets_):
-                    for value in secrets_:
-                        data = data.replace(value.encode(), b"***")
-                    path.write_bytes(data)
+        # The keys handed to a CLI in the box (the harness's own are redacted by the runner).
+        redact_tree(self.attempt_dir / "logs", [v for v in self.redactions if len(v) >= 8])
 
     @classmethod
     def preflight(cls, **params: Any) -> None:

@@ -45,7 +45,8 @@ def redact_bytes(data: bytes, secrets: Iterable[str]) -> bytes:
 
 def redact_tree(folder: Path, secrets: Iterable[str] | None = None) -> list[Path]:
     """Rewrite every file under ``folder`` that holds a secret; returns the files rewritten."""
-    keys = list(secret_values() if secrets is None else secrets)
+    # Longest first, so a secret that contains another is masked whole.
+    keys = sorted(set(secret_values() if secrets is None else secrets), key=len, reverse=True)
     changed: list[Path] = []
     if not keys or not folder.is_dir():
         return changed
