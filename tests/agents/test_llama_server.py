@@ -90,12 +90,14 @@ def test_a_small_panel_against_llama_cpp_has_no_protocol_error(llama_server: str
                                                                environment: str) -> None:
     # With environment=docker the agent talks to the server from this machine and its
     # commands run in the task's container (issue 16: the real-model test runs there too).
+    # max_tokens bounds each call of the tiny model (a cut-off tool call is a malformed one,
+    # answered and counted like any other).
     proc = subprocess.run(
         [sys.executable, "-m", "fire_exp", "run", "panel=demo", "agent=openai",
          f"environment={environment}",
          f"agent.base_url={llama_server}", "agent.model=smollm2", "agent.api_key_env=''",
-         "agent.max_steps=4", "agent.retries=2", "panel.attempts=1",
-         "panel.eligible=[serve-status-page]", "panel.silent=[csv-column-stats]",
+         "agent.max_steps=4", "agent.retries=2", "agent.max_tokens=256", "panel.attempts=1",
+         "panel.eligible=[enumerate-lock-codes]", "panel.silent=[csv-column-stats]",
          "panel.arms=[real,baseline]", "executor.workers=1", f"results_dir={tmp_path}",
          "analyze=false"],
         capture_output=True, text=True, cwd=ROOT, timeout=1200,
