@@ -118,31 +118,31 @@ def task_file_hashes(path: Path) -> dict[str, str]:
             for f in task_files(path)}
 
 
-def _changed_task_file(manifest: dict[str, Any], name: str, path: Path) -> str | None:
-    """The first file of task ``name`` whose bytes differ from the manifest, if recorded."""
-    frozen = (manifest.get("task_files") or {}).get(name)
-    if not isinstance(frozen, dict):
-        return None
-    current = task_file_hashes(path)
-    for rel in sorted(set(frozen) | set(current)):
-        if frozen.get(rel) != current.get(rel):
-            state = "added" if rel not in frozen else "removed" if rel not in current else \
-                "changed"
-            return f"{path / rel} ({state})"
-    return None
-
-
-def _changed_harness_file(manifest: dict[str, Any]) -> str | None:
-    frozen = manifest.get("harness_files")
-    if not isinstance(frozen, dict):
-        return None
-    current = harness_file_hashes()
+def _first_difference(frozen: dict[str, Any], current: dict[str, str]) -> str | None:
+    """The first file (by name) whose hash differs, with how: ``NAME (added|removed|changed)``."""
     for rel in sorted(set(frozen) | set(current)):
         if frozen.get(rel) != current.get(rel):
             state = "added" if rel not in frozen else "removed" if rel not in current else \
                 "changed"
             return f"{rel} ({state})"
     return None
+
+
+def _changed_task_file(manifest: dict[str, Any], name: str, path: Path) -> str | None:
+    """The first file of task ``name`` whose bytes differ from the manifest, if recorded."""
+    frozen = (manifest.get("task_files") or {}).get(name)
+    if not isinstance(frozen, dict):
+        return None
+    changed = _first_difference(frozen, task_file_hashes(path))
+    return None if changed is None else f"{path}/{changed}"
+
+
+def _changed_harness_file(manifest: dict[str, Any]) -> str | None:
+    """The first harness source file that differs from the manifest, if recorded."""
+    frozen = manifest.get("harness_files")
+    if not isinstance(frozen, dict):
+        return None
+    return _first_difference(frozen, harness_file_hashes())
 
 
 def build_manifest(panel: Panel) -> dict[str, Any]:
