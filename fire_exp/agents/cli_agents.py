@@ -49,6 +49,7 @@ from fire_exp.agents.transcript import price_tokens
 from fire_exp.environments.base import Environment, EnvironmentFailure
 from fire_exp.environments.docker import DockerEnvironment
 from fire_exp.environments.local import LocalEnvironment
+from fire_exp.environments.redaction import redact_text
 from fire_exp.errors import PreflightError
 from fire_exp.policies.hook_settings import hook_settings
 from fire_exp.policies.hook_store import ActivitySummary, read_activity
@@ -202,10 +203,7 @@ class _HookedCli:
         return {k: os.environ[k] for k in self.env_passthrough if k in os.environ}
 
     def _redact(self, text: str) -> str:
-        for value in self._passed().values():
-            if len(value) >= 8:
-                text = text.replace(value, "***")
-        return text
+        return redact_text(text, [v for v in self._passed().values() if len(v) >= 8])
 
     def _execute(self, argv: list[str], env: dict[str, str], session: AgentSession,
                  attempt_dir: Path) -> tuple[int, bool, str]:

@@ -40,7 +40,7 @@ from fire_exp.environments.base import (
     SessionEnd,
     VerifierResult,
 )
-from fire_exp.environments.redaction import redact_bytes, redact_tree, secret_values
+from fire_exp.environments.redaction import redact_text, redact_tree, secret_values
 from fire_exp.environments.reward import read_reward_dir
 from fire_exp.records import Cause
 from fire_exp.tasks.model import Task
@@ -64,13 +64,6 @@ def _hide_environ() -> None:
         ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_DUMPABLE, 0, 0, 0, 0)
     except (OSError, AttributeError):  # not Linux: nothing to hide this way
         pass
-
-
-def _redacted(text: str, secrets: list[str]) -> str:
-    if not secrets:
-        return text
-    return redact_bytes(text.encode(errors="surrogateescape"), secrets).decode(
-        errors="surrogateescape")
 
 
 def free_port() -> int:
@@ -200,8 +193,8 @@ class LocalEnvironment(Environment):
                                "cwd": self.paths.workdir, "env": self.env()})
         secrets = secret_values()
         return ExecResult(exit_code=reply["exit_code"],
-                          stdout=_redacted(reply["stdout"], secrets),
-                          stderr=_redacted(reply["stderr"], secrets),
+                          stdout=redact_text(reply["stdout"], secrets),
+                          stderr=redact_text(reply["stderr"], secrets),
                           timed_out=reply["timed_out"], duration_s=reply["duration_s"])
 
     def end_agent_session(self) -> SessionEnd:

@@ -17,7 +17,7 @@ import re
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 
-__all__ = ["MASK", "redact_bytes", "redact_tree", "secret_values"]
+__all__ = ["MASK", "redact_bytes", "redact_text", "redact_tree", "secret_values"]
 
 MASK = "***"
 _SECRET_NAME = re.compile(r"KEY|TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIAL", re.IGNORECASE)
@@ -41,6 +41,17 @@ def redact_bytes(data: bytes, secrets: Iterable[str]) -> bytes:
     for secret in secrets:
         data = data.replace(secret.encode(), MASK.encode())
     return data
+
+
+def redact_text(text: str, secrets: Iterable[str]) -> str:
+    """``text`` with every secret replaced by ``***`` (longest first).
+
+    >>> redact_text("key=sk-abcdefgh12 again sk-abcdefgh12", ["sk-abcdefgh12"])
+    'key=*** again ***'
+    """
+    for secret in sorted(set(secrets), key=len, reverse=True):
+        text = text.replace(secret, MASK)
+    return text
 
 
 def redact_tree(folder: Path, secrets: Iterable[str] | None = None) -> list[Path]:

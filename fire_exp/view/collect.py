@@ -9,8 +9,6 @@ from __future__ import annotations
 
 import hashlib
 import math
-import os
-import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -18,15 +16,13 @@ from typing import Any
 
 import pandas as pd
 
-from fire_exp.agents.chat_client import redact
 from fire_exp.analysis import AnalysisPlan, AnalysisResult, RunInputs, analyze, read_run
+from fire_exp.environments.redaction import redact_text, secret_values
 from fire_exp.records import AttemptRecord
 
 __all__ = ["Redact", "RunData", "collect", "format_cell", "secret_redactor", "table_data"]
 
 # Names of environment variables whose values are secrets (API keys, tokens, passwords).
-_SECRET_NAME = re.compile(r"KEY|TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIAL", re.IGNORECASE)
-_MIN_SECRET = 8  # shorter values would redact ordinary words
 Redact = Callable[[str], str]
 
 
@@ -36,15 +32,8 @@ def secret_redactor(environ: Mapping[str, str] | None = None) -> Redact:
     The logs were redacted when written; this catches a secret the viewer's environment
     holds that reached a log anyway (the same ``redact`` the agents use).
     """
-    env = os.environ if environ is None else environ
-    secrets = sorted({v for k, v in env.items() if _SECRET_NAME.search(k)
-                      and len(v) >= _MIN_SECRET}, key=len, reverse=True)
-
-    def apply(text: str) -> str:
-        for secret in secrets:
-            text = redact(text, secret)
-        return text
-    return apply
+    secrets = secret_values(environ)
+    return lambda text: redact_text(text, secrets)
 
 
 def format_cell(value: object) -> object:
