@@ -3,12 +3,14 @@
 Per arm on the suite cohort: pass^k for k = 1..K (the ``pass_k`` rows), the consistency
 ratio pass^K / pass^1, pass^1 of each replicate ("trial") and its population standard
 deviation, the difference in per-task pass^K against the reference arm with a paired
-task-bootstrap interval (stream ``("report", "reliability", arm, cohort)``), and a pooled
+task-bootstrap interval (from the analysis's shared resamples, scope ``reliability``), and a pooled
 exact McNemar test against the reference with per-task pass^K (all K attempts passed)
 as the paired outcome and cohorts as strata.
 """
 
 from __future__ import annotations
+
+from collections.abc import Mapping
 
 import numpy as np
 import pandas as pd
@@ -18,12 +20,12 @@ from fire_exp.stats import (
     BootstrapInterval,
     McNemarResult,
     aggregate_tasks,
-    child_rng,
     mcnemar_pooled,
-    paired_bootstrap,
 )
 
-__all__ = ["reliability_frame"]
+__all__ = ["RELIABILITY_SCOPE", "reliability_columns", "reliability_frame"]
+
+RELIABILITY_SCOPE = "reliability"
 
 
 def _per_replicate_pass1(att: pd.DataFrame, arm: str) -> dict[int, float]:
@@ -33,16 +35,34 @@ def _per_replicate_pass1(att: pd.DataFrame, arm: str) -> dict[int, float]:
             for r, x in g.groupby("replicate", sort=True)}
 
 
-def _paired_pass_all(att: pd.DataFrame, arm: str, reference: str, k: int) -> pd.DataFrame:
+def _pass_all(s: Suite) -> pd.DataFrame:
+    """Per (cohort, task), one column per arm: did the arm pass all K attempts? (NaN
+    where the arm has fewer than K attempts on the task.)"""
+    agg = aggregate_tasks(s.attempts, by=("cohort", "task", "arm"))
+    agg = agg[agg["attempts"] == s.k]
+    pa = agg.assign(pass_all=(agg["successes"] == s.k).astype(float))
+    return pa.pivot_table(index=["cohort", "task"], columns="arm", values="pass_all",
+                          aggfunc="first")
+
+
+def _paired_pass_all(table: pd.DataFrame, arm: str, reference: str) -> pd.DataFrame:
     """Per (cohort, task) with K attempts in both arms: did each arm pass all K?"""
-    agg = aggregate_tasks(att, by=("cohort", "task", "arm"))
-    agg = agg[agg["attempts"] == k]
-    pa = agg.assign(pass_all=agg["successes"] == k)
-    wide = pa[pa["arm"].isin([arm, reference])].pivot_table(
-        index=["cohort", "task"], columns="arm", values="pass_all", aggfunc="first")
-    if arm not in wide or reference not in wide:
+    if arm not in table or reference not in table:
         return pd.DataFrame(columns=[arm, reference])
-    return wide[[arm, reference]].dropna().astype(bool)
+    return table[[arm, reference]].dropna().astype(bool)
+
+
+def reliability_columns(s: Suite) -> dict[str, pd.Series]:
+    """Per arm but the reference: per task, pass^K of the arm minus the reference's (1, 0
+    or −1), for the shared resamples."""
+    table = _pass_all(s)
+    out = {}
+    for arm in s.arms:
+        wide = _paired_pass_all(table, arm, s.reference)
+        if arm != s.reference and not wide.empty:
+            d = wide[arm].to_numpy(dtype=float) - wide[s.reference].to_numpy(dtype=float)
+            out[arm] = pd.Series(d, index=wide.index.get_level_values("task"))
+    return out
 
 
 def _mcnemar(wide: pd.DataFrame, arm: str, reference: str) -> McNemarResult:
@@ -56,21 +76,15 @@ def _mcnemar(wide: pd.DataFrame, arm: str, reference: str) -> McNemarResult:
     return mcnemar_pooled(b or [0], c or [0])
 
 
-def _delta_pass_all(s: Suite, wide: pd.DataFrame, arm: str) -> BootstrapInterval | None:
-    if wide.empty:
-        return None
-    d = wide[arm].to_numpy(dtype=float) - wide[s.reference].to_numpy(dtype=float)
-    plan = s.plan
-    return paired_bootstrap({"d": d}, n_resamples=plan.bootstrap.n_resamples,
-                            confidence_level=plan.bootstrap.confidence_level,
-                            rng=child_rng(plan.seed, "report", "reliability", arm,
-                                          s.cohort))["d"]
-
-
-def reliability_frame(s: Suite, pass_k: pd.DataFrame) -> pd.DataFrame:
+def reliability_frame(s: Suite, pass_k: pd.DataFrame,
+                      boot: Mapping[str, BootstrapInterval]) -> pd.DataFrame:
     """Per arm: pass^k for k = 1..K, consistency, per-replicate pass^1 and spread,
-    Δpass^K against the reference with its interval, McNemar b, c, strata and p."""
+    Δpass^K against the reference with its interval, McNemar b, c, strata and p.
+
+    ``boot``: the intervals of ``reliability_columns`` (the analysis's scope
+    ``reliability``)."""
     att = s.attempts
+    table = _pass_all(s)
     pk = pass_k[pass_k["cohort"] == s.cohort]
     reps = sorted(int(r) for r in att["replicate"].unique())
     records = []
@@ -87,9 +101,9 @@ def reliability_frame(s: Suite, pass_k: pd.DataFrame) -> pd.DataFrame:
         for r in reps:
             rec[f"pass1_replicate_{r}_pct"] = 100 * trial.get(r, np.nan)
         rec["pass1_pstd_pct"] = 100 * float(np.std(values, ddof=0)) if values.size else np.nan
-        wide = None if arm == s.reference else _paired_pass_all(att, arm, s.reference, s.k)
+        wide = None if arm == s.reference else _paired_pass_all(table, arm, s.reference)
         mc = None if wide is None else _mcnemar(wide, arm, s.reference)
-        dk = None if wide is None else _delta_pass_all(s, wide, arm)
+        dk = boot.get(arm)
         rec.update({"delta_pass_all_pp": 100 * dk.estimate if dk else np.nan,
                     "delta_ci_low_pp": 100 * dk.ci_low if dk else np.nan,
                     "delta_ci_high_pp": 100 * dk.ci_high if dk else np.nan,

@@ -3,32 +3,37 @@
 ``suite_frame``: per arm on the suite cohort, pass@1 with its interval, Δ against the
 reference arm, pass@2 and pass^2, terminations, cost and time. A Δ the plan lists is
 taken from the plan's contrasts; one it does not list is computed with the same engine
-on a child stream keyed ``("report", "suite", contrast, cohort)`` (the key predates the
-move of this table into the analysis; changing it would change published numbers) and
-is marked exploratory (``delta_planned`` false). ``suite_transitions_frame``: tasks by
+(its interval from the analysis's shared resamples, scope ``suite``; its sign-flip p on a
+child stream keyed ``("report", "suite", contrast, "signflip", cohort)``) and is marked
+exploratory (``delta_planned`` false). ``suite_transitions_frame``: tasks by
 successes out of K under the reference and under each arm. ``tasks_frame``: every task
 under every arm.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
+from functools import cached_property
 
 import numpy as np
 import pandas as pd
 
 from fire_exp.analysis.plan import AnalysisPlan
 from fire_exp.stats import (
+    BootstrapInterval,
     aggregate_tasks,
     child_rng,
     improvement_counts,
-    paired_bootstrap,
     sign_flip_test,
     task_matrix,
     transition_table,
 )
 
-__all__ = ["TIMEOUT_CAUSES", "Suite", "suite_frame", "suite_transitions_frame", "tasks_frame"]
+__all__ = ["SUITE_SCOPE", "TIMEOUT_CAUSES", "Suite", "suite_columns", "suite_frame",
+           "suite_transitions_frame", "tasks_frame"]
+
+SUITE_SCOPE = "suite"
 
 TIMEOUT_CAUSES = frozenset({"agent_timeout", "verifier_timeout"})
 
@@ -53,8 +58,34 @@ class Suite:
     cohort: str
     k: int
 
+    @cached_property
+    def tasks(self) -> pd.DataFrame:
+        """Per (task, arm) aggregates of the suite cohort (computed once)."""
+        return aggregate_tasks(self.attempts)
 
-def _delta(s: Suite, contrasts: pd.DataFrame, arm: str) -> dict[str, object]:
+
+def _paired_rates(s: Suite, arm: str) -> tuple[pd.Index, np.ndarray]:
+    """Tasks with both ``arm`` and the reference, and their pass rates (arm, reference)."""
+    tasks, rate = task_matrix(s.tasks, "pass_rate", [arm, s.reference])
+    ok = ~np.isnan(rate).any(axis=1)
+    return pd.Index(tasks)[ok], rate[ok]
+
+
+def suite_columns(s: Suite, planned: set[str]) -> dict[str, pd.Series]:
+    """The per-task differences of the exploratory Δs (``arm - reference`` contrasts the
+    plan does not list on the suite cohort), for the shared resamples."""
+    out = {}
+    for arm in s.arms:
+        name = f"{arm} - {s.reference}"
+        if arm == s.reference or name in planned or arm not in set(s.tasks["arm"]):
+            continue
+        tasks, rate = _paired_rates(s, arm)
+        out[name] = pd.Series(rate[:, 0] - rate[:, 1], index=tasks)
+    return out
+
+
+def _delta(s: Suite, contrasts: pd.DataFrame, arm: str,
+           boot: Mapping[str, BootstrapInterval]) -> dict[str, object]:
     """The plan's contrast ``arm - reference`` if it has one, else an exploratory one."""
     name = f"{arm} - {s.reference}"
     hit = contrasts[(contrasts["contrast"] == name) & (contrasts["cohort"] == s.cohort)]
@@ -64,17 +95,16 @@ def _delta(s: Suite, contrasts: pd.DataFrame, arm: str) -> dict[str, object]:
                 "delta_ci_high_pp": r["ci_high_pp"], "delta_p": r["p_value"],
                 "delta_p_method": r["p_method"], "delta_planned": True,
                 "improved": int(r["improved"]), "regressed": int(r["regressed"])}
-    _, rate = task_matrix(aggregate_tasks(s.attempts), "pass_rate", [arm, s.reference])
-    rate = rate[~np.isnan(rate).any(axis=1)]
+    bi = boot.get(name)
+    if bi is None:  # no task has both arms
+        return _NO_DELTA | {"delta_planned": False}
+    _, rate = _paired_rates(s, arm)
     d = rate[:, 0] - rate[:, 1]
     plan = s.plan
     sf = sign_flip_test(d, n_resamples=plan.permutation.n_resamples,
                         max_enumeration=plan.permutation.max_enumeration,
                         method=plan.permutation.method,
                         rng=child_rng(plan.seed, "report", "suite", name, "signflip", s.cohort))
-    bi = paired_bootstrap({"d": d}, n_resamples=plan.bootstrap.n_resamples,
-                          confidence_level=plan.bootstrap.confidence_level,
-                          rng=child_rng(plan.seed, "report", "suite", name, s.cohort))["d"]
     ic = improvement_counts(rate[:, 0], rate[:, 1])
     return {"delta_pp": 100 * sf.statistic, "delta_ci_low_pp": 100 * bi.ci_low,
             "delta_ci_high_pp": 100 * bi.ci_high, "delta_p": sf.p_value,
@@ -95,15 +125,18 @@ def _pass_k(pass_k: pd.DataFrame, cohort: str, arm: str, k: int) -> tuple[float,
 
 
 def suite_frame(s: Suite, pass_rates: pd.DataFrame, cost: pd.DataFrame,
-                contrasts: pd.DataFrame, pass_k: pd.DataFrame) -> pd.DataFrame:
-    """Per arm: pass@1 with CI, Δ vs reference, pass@2, pass^2, terminations, cost, time."""
+                contrasts: pd.DataFrame, pass_k: pd.DataFrame,
+                boot: Mapping[str, BootstrapInterval]) -> pd.DataFrame:
+    """Per arm: pass@1 with CI, Δ vs reference, pass@2, pass^2, terminations, cost, time.
+
+    ``boot``: the intervals of ``suite_columns`` (the analysis's scope ``suite``)."""
     pr = pass_rates[pass_rates["cohort"] == s.cohort].set_index("arm")
     cost = cost[cost["cohort"] == s.cohort].set_index("arm")
     records = []
     for arm in [a for a in s.arms if a in pr.index]:
         g = s.attempts[s.attempts["arm"] == arm]
         r = pr.loc[arm]
-        delta = _NO_DELTA if arm == s.reference else _delta(s, contrasts, arm)
+        delta = _NO_DELTA if arm == s.reference else _delta(s, contrasts, arm, boot)
         at2, hat2 = _pass_k(pass_k, s.cohort, arm, 2)
         records.append({
             "arm": arm, "n_tasks": int(r["n_tasks"]), "attempts": int(r["attempts"]),
@@ -127,7 +160,7 @@ def suite_transitions_frame(s: Suite) -> tuple[pd.DataFrame, int]:
     (columns ``0/K`` … ``K/K``); returns the frame and the most tasks left out of an arm
     for lacking K attempts in one of the two arms."""
     labels = [f"{i}/{s.k}" for i in range(s.k + 1)]
-    agg = aggregate_tasks(s.attempts)
+    agg = s.tasks
     blocks, left_out = [], 0
     for arm in [a for a in s.arms if a != s.reference]:
         _, succ = task_matrix(agg, "successes", [s.reference, arm])

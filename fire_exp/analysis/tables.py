@@ -6,13 +6,16 @@ secondary contrasts), then the interaction, funnels and near-misses, transitions
 pass@k/pass^k, cost per success, error rates, the sensitivity analysis without
 infrastructure failures, the suite and reliability tables against the reference arm,
 every task under every arm, and the run's accounting. Every random stream is a child of
-the plan's seed keyed by its name. The report only renders the result.
+the plan's seed keyed by its name. Every interval of every table comes from its cohort's one
+set of task resamples, drawn once per analysis (``resamples.SharedBootstrap``): the tables
+first say which per-task columns they need, then read their intervals. The report only renders
+the result.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import asdict
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
@@ -31,10 +34,22 @@ from fire_exp.analysis.load import (
     validate_attempts,
 )
 from fire_exp.analysis.plan import AnalysisPlan, parse_contrast
-from fire_exp.analysis.reliability import reliability_frame
+from fire_exp.analysis.reliability import (
+    RELIABILITY_SCOPE,
+    reliability_columns,
+    reliability_frame,
+)
+from fire_exp.analysis.resamples import BootstrapResults, SharedBootstrap
 from fire_exp.analysis.result import AnalysisResult
 from fire_exp.analysis.run import PlanChoice, RunInputs, choose_plan, read_run, resolve_plan
-from fire_exp.analysis.suite import Suite, suite_frame, suite_transitions_frame, tasks_frame
+from fire_exp.analysis.suite import (
+    SUITE_SCOPE,
+    Suite,
+    suite_columns,
+    suite_frame,
+    suite_transitions_frame,
+    tasks_frame,
+)
 from fire_exp.errors import InputError
 from fire_exp.stats import (
     BootstrapInterval,
@@ -43,7 +58,6 @@ from fire_exp.stats import (
     holm,
     improvement_counts,
     interaction,
-    paired_bootstrap,
     paired_t_interval,
     pass_curve,
     sign_flip_test,
@@ -113,13 +127,29 @@ def _contrast_row(plan: AnalysisPlan, name: str, cohort: str, agg: pd.DataFrame,
     return row, trans
 
 
-def _cohort_tables(plan: AnalysisPlan, att: pd.DataFrame, cohort: str,
-                   keys: tuple[str, ...], k: int, notes: list[str],
-                   ) -> tuple[list[Row], list[pd.DataFrame], list[Row]]:
+@dataclass(frozen=True)
+class _Cohort:
+    """One cohort's per-task aggregates and the contrasts it can estimate."""
+
+    name: str
+    scope: str
+    agg: pd.DataFrame
+    arms: list[str]
+    usable: list[str]
+
+
+def _scope(keys: tuple[str, ...], cohort: str) -> str:
+    return f"{'/'.join(keys) or 'primary'}:{cohort}"
+
+
+def _cohort_columns(plan: AnalysisPlan, att: pd.DataFrame, cohort: str,
+                    keys: tuple[str, ...], notes: list[str],
+                    boot: SharedBootstrap) -> _Cohort | None:
+    """A cohort's aggregates; asks ``boot`` for its arms, contrasts and cost ratios."""
     sub = _cohort_frame(att, cohort)
     if sub.empty:
         notes.append(f"cohort '{cohort}': no attempts; skipped")
-        return [], [], []
+        return None
     agg = aggregate_tasks(sub)
     arms = sorted(agg["arm"].unique())
     tasks, rate = task_matrix(agg, "pass_rate", arms)
@@ -139,13 +169,23 @@ def _cohort_tables(plan: AnalysisPlan, att: pd.DataFrame, cohort: str,
             continue
         cols[f"contrast:{name}"] = d
         usable.append(name)
-    ratios = {f"cost:{arm}": (np.nan_to_num(cost[:, i]), np.nan_to_num(succ[:, i]))
+    index = pd.Index(tasks)
+    ratios = {f"cost:{arm}": (pd.Series(np.nan_to_num(cost[:, i]), index=index),
+                              pd.Series(np.nan_to_num(succ[:, i]), index=index))
               for i, arm in enumerate(arms)}
-    boot = paired_bootstrap(cols, ratios=ratios, n_resamples=plan.bootstrap.n_resamples,
-                            confidence_level=plan.bootstrap.confidence_level,
-                            rng=child_rng(plan.seed, *keys, "bootstrap", "success", cohort))
+    scope = _scope(keys, cohort)
+    boot.add(scope, cohort, {n: pd.Series(v, index=index) for n, v in cols.items()},
+             ratios)
+    return _Cohort(cohort, scope, agg, arms, usable)
+
+
+def _cohort_tables(plan: AnalysisPlan, c: _Cohort, results: BootstrapResults,
+                   keys: tuple[str, ...], k: int,
+                   ) -> tuple[list[Row], list[pd.DataFrame], list[Row]]:
+    boot = results.scope(c.scope)
+    cohort, agg = c.name, c.agg
     rows, trans = [], []
-    for name in usable:
+    for name in c.usable:
         row, tr = _contrast_row(plan, name, cohort, agg, boot, keys, k)
         rows.append(row)
         trans.append(tr)
@@ -154,7 +194,7 @@ def _cohort_tables(plan: AnalysisPlan, att: pd.DataFrame, cohort: str,
         for r, p in zip(secondary, holm([r["p_value"] for r in secondary]), strict=True):
             r["p_holm"] = float(p)
     arm_rows = []
-    for arm in arms:
+    for arm in c.arms:
         g = agg[agg["arm"] == arm]
         bi, ci = boot[f"arm:{arm}"], boot[f"cost:{arm}"]
         curve = pass_curve(g["attempts"].astype(int), g["successes"].astype(int))
@@ -181,23 +221,35 @@ def _contrast_frame(rows: list[Row]) -> pd.DataFrame:
     return frame[CONTRAST_LEADING_COLUMNS + rest]
 
 
-def _run_cohorts(plan: AnalysisPlan, att: pd.DataFrame, keys: tuple[str, ...], k: int,
-                 notes: list[str]) -> tuple[pd.DataFrame, list[pd.DataFrame], list[Row]]:
+def _cohorts(plan: AnalysisPlan, att: pd.DataFrame, keys: tuple[str, ...],
+             notes: list[str], boot: SharedBootstrap) -> list[_Cohort]:
+    found = [_cohort_columns(plan, att, cohort, keys, notes, boot) for cohort in plan.cohorts]
+    return [c for c in found if c is not None]
+
+
+def _run_cohorts(plan: AnalysisPlan, cohorts: list[_Cohort], results: BootstrapResults,
+                 keys: tuple[str, ...], k: int,
+                 ) -> tuple[pd.DataFrame, list[pd.DataFrame], list[Row]]:
     rows: list[Row] = []
     trans: list[pd.DataFrame] = []
     arms: list[Row] = []
-    for cohort in plan.cohorts:
-        r, t, a = _cohort_tables(plan, att, cohort, keys, k, notes)
+    for c in cohorts:
+        r, t, a = _cohort_tables(plan, c, results, keys, k)
         rows += r
         trans += t
         arms += a
     return _contrast_frame(rows), trans, arms
 
 
-def _interaction_frame(plan: AnalysisPlan, att: pd.DataFrame, notes: list[str]) -> pd.DataFrame:
+_INTERACTION = "interaction"
+
+
+def _interaction_columns(plan: AnalysisPlan, att: pd.DataFrame, notes: list[str],
+                         boot: SharedBootstrap) -> list[np.ndarray] | None:
+    """Each interaction cohort's per-task differences; asks ``boot`` to resample them."""
     spec = plan.interaction
     if spec is None:
-        return pd.DataFrame()
+        return None
     a, b = parse_contrast(spec.contrast)
     diffs = []
     for cohort in spec.cohorts:
@@ -205,19 +257,28 @@ def _interaction_frame(plan: AnalysisPlan, att: pd.DataFrame, notes: list[str]) 
         if sub.empty or not {a, b} <= set(sub["arm"]):
             notes.append(f"interaction of '{spec.contrast}': cohort '{cohort}' lacks data; "
                          "skipped")
-            return pd.DataFrame()
-        _, rate = task_matrix(aggregate_tasks(sub), "pass_rate", [a, b])
-        d = rate[:, 0] - rate[:, 1]
-        diffs.append(d[~np.isnan(d)])
-    key = ("interaction", spec.contrast)
-    res = interaction(diffs[0], diffs[1], n_resamples=plan.bootstrap.n_resamples,
-                      n_permutations=plan.permutation.n_resamples,
+            return None
+        tasks, rate = task_matrix(aggregate_tasks(sub), "pass_rate", [a, b])
+        d = pd.Series(rate[:, 0] - rate[:, 1], index=pd.Index(tasks)).dropna()
+        boot.add(_INTERACTION, cohort, {cohort: d})
+        diffs.append(d.to_numpy())
+    return diffs
+
+
+def _interaction_frame(plan: AnalysisPlan, diffs: list[np.ndarray] | None,
+                       results: BootstrapResults) -> pd.DataFrame:
+    spec = plan.interaction
+    if spec is None or diffs is None:
+        return pd.DataFrame()
+    first, second = spec.cohorts
+    res = interaction(diffs[0], diffs[1], n_permutations=plan.permutation.n_resamples,
                       confidence_level=plan.bootstrap.confidence_level,
-                      rng_first=child_rng(plan.seed, *key, "bootstrap", spec.cohorts[0]),
-                      rng_second=child_rng(plan.seed, *key, "bootstrap", spec.cohorts[1]),
-                      rng_permutation=child_rng(plan.seed, *key, "permutation"))
+                      resampled=(results.resampled(_INTERACTION, first),
+                                 results.resampled(_INTERACTION, second)),
+                      rng_permutation=child_rng(plan.seed, _INTERACTION, spec.contrast,
+                                                "permutation"))
     return pd.DataFrame([{
-        "contrast": spec.contrast, "cohort": f"{spec.cohorts[0]} - {spec.cohorts[1]}",
+        "contrast": spec.contrast, "cohort": f"{first} - {second}",
         "n_tasks": res.n_first + res.n_second, "estimate_pp": 100 * res.estimate,
         "ci_low_pp": 100 * res.ci_low, "ci_high_pp": 100 * res.ci_high,
         "p_value": res.p_value, "p_method": res.p_method, "p_mc_se": res.mc_se,
@@ -287,13 +348,26 @@ def analyze(source: str | Path | pd.DataFrame | LoadedAttempts | RunInputs,
         raise InputError(loaded.source, "<attempts>", "no finished, valid attempt to analyse",
                          "wait for the first attempt to finish")
     k = _attempts_k(att)
-    contrasts, trans, arm_rows = _run_cohorts(plan, att, (), k, notes)
+    boot = SharedBootstrap(plan, att)
+    primary = _cohorts(plan, att, (), notes, boot)
     sens_att = att[~att["infrastructure_failure"].astype(bool)]
-    sensitivity = pd.DataFrame()
-    if plan.missing_data.sensitivity == "exclude" and len(sens_att) < len(att):
-        sensitivity, _, _ = _run_cohorts(plan, sens_att, ("sensitivity",), k, [])
-    elif plan.missing_data.sensitivity == "exclude":
+    sensitive = plan.missing_data.sensitivity == "exclude"
+    if sensitive and len(sens_att) == len(att):
         notes.append("sensitivity analysis: no infrastructure failures; identical to primary")
+    sens = _cohorts(plan, sens_att, ("sensitivity",), [], boot) \
+        if sensitive and len(sens_att) < len(att) else None
+    order = arms_in_order(att["arm"].unique())
+    main = main_cohort(plan, att)
+    suite = Suite(plan, _cohort_frame(att, suite_cohort(plan, main)), order,
+                  reference_arm(plan, order), suite_cohort(plan, main), k)
+    planned = {n for c in primary if c.name == suite.cohort for n in c.usable}
+    boot.add(SUITE_SCOPE, suite.cohort, suite_columns(suite, planned))
+    boot.add(RELIABILITY_SCOPE, suite.cohort, reliability_columns(suite))
+    diffs = _interaction_columns(plan, att, notes, boot)
+    results = boot.run()  # every interval of every table, from one set of resamples
+    contrasts, trans, arm_rows = _run_cohorts(plan, primary, results, (), k)
+    sensitivity = pd.DataFrame() if sens is None \
+        else _run_cohorts(plan, sens, results, ("sensitivity",), k)[0]
     if loaded.coding_errors:
         notes.append(f"{loaded.coding_errors} scored attempt(s) have a family whose extractor "
                      "raised: that family is uncoded there (see coding_errors in the records)")
@@ -305,21 +379,19 @@ def analyze(source: str | Path | pd.DataFrame | LoadedAttempts | RunInputs,
     pass_rates = arms.drop(columns=cost_cols) if len(arms) else arms
     cost = arms[key_cols + cost_cols] if len(arms) else arms
     pass_k = pass_k_frame(arm_rows)
-    order = arms_in_order(att["arm"].unique())
-    main = main_cohort(plan, att)
-    suite = Suite(plan, _cohort_frame(att, suite_cohort(plan, main)), order,
-                  reference_arm(plan, order), suite_cohort(plan, main), k)
     suite_transitions, left_out = suite_transitions_frame(suite)
     status = run_status(inputs.records, inputs.prereg)
     return AnalysisResult(
         pass_rates=pass_rates, contrasts=contrasts, sensitivity=sensitivity,
-        interaction=_interaction_frame(plan, att, notes),
+        interaction=_interaction_frame(plan, diffs, results),
         transitions=pd.concat(trans, ignore_index=True) if trans else pd.DataFrame(),
         pass_k=pass_k, cost=cost, errors=errors_frame(att, loaded.superseded),
         funnel=funnel, family_funnel=family_funnel,
         near_miss=near_miss_frame(att, loaded.families, order, main),
-        suite=suite_frame(suite, pass_rates, cost, contrasts, pass_k),
-        suite_transitions=suite_transitions, reliability=reliability_frame(suite, pass_k),
+        suite=suite_frame(suite, pass_rates, cost, contrasts, pass_k,
+                          results.scope(SUITE_SCOPE)),
+        suite_transitions=suite_transitions,
+        reliability=reliability_frame(suite, pass_k, results.scope(RELIABILITY_SCOPE)),
         tasks=tasks_frame(att),
         accounting=accounting_frame(loaded, inputs.records, inputs.prereg, order),
         prereg=prereg_frame(inputs.prereg), plan=plan,

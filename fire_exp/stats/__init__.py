@@ -7,7 +7,10 @@ stream from :mod:`fire_exp.stats.seeds`).
 from fire_exp.stats.aggregate import aggregate_tasks, task_matrix
 from fire_exp.stats.bootstrap import (
     BootstrapInterval,
+    Distributions,
+    Stratum,
     TInterval,
+    bootstrap_distributions,
     count_matrix_sums,
     paired_bootstrap,
     paired_t_interval,
@@ -32,13 +35,16 @@ from fire_exp.stats.seeds import child_rng, child_seed_sequence, stable_hash32
 
 __all__ = [
     "BootstrapInterval",
+    "Distributions",
     "ImprovementCounts",
     "InteractionResult",
     "McNemarResult",
     "PassKCurve",
     "SignFlipResult",
+    "Stratum",
     "TInterval",
     "aggregate_tasks",
+    "bootstrap_distributions",
     "child_rng",
     "child_seed_sequence",
     "count_matrix_sums",

@@ -13,7 +13,7 @@ other columns or on BLAS blocking either.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -21,7 +21,8 @@ from numpy.typing import ArrayLike
 
 from fire_exp.stats._student_t import t_quantile
 
-__all__ = ["BootstrapInterval", "TInterval", "count_matrix_sums", "paired_bootstrap",
+__all__ = ["BootstrapInterval", "Distributions", "Stratum", "TInterval",
+           "bootstrap_distributions", "count_matrix_sums", "paired_bootstrap",
            "paired_t_interval"]
 
 _Z95 = 1.959963984540054
@@ -51,6 +52,18 @@ class BootstrapInterval:
     mc_error: float
     n_tasks: int
     method: str = "percentile"
+
+
+@dataclass(frozen=True)
+class Stratum:
+    """Rows of the task columns that are resampled among themselves, and their stream.
+
+    A stratified bootstrap draws each stratum's tasks from that stratum only, so every
+    resample keeps the stratum's size (cohorts fixed by preregistration).
+    """
+
+    rows: slice
+    rng: np.random.Generator
 
 
 @dataclass(frozen=True)
@@ -84,24 +97,12 @@ def _fixed_point(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return np.rint(x * scale), scale
 
 
-def count_matrix_sums(x: np.ndarray, *, n_resamples: int, rng: np.random.Generator,
-                      chunk_size: int | None = None) -> np.ndarray:
-    """Resampled column sums W @ x for B task-level resamples (B x columns).
-
-    Args:
-        x: T x J matrix of per-task values (finite).
-        n_resamples: B.
-        rng: source of the task indices.
-        chunk_size: resamples per chunk (bounds memory; the output does not depend on it).
-
-    >>> count_matrix_sums(np.ones((3, 1)), n_resamples=2, rng=np.random.default_rng(0)).ravel()
-    array([3., 3.])
-    """
-    t = x.shape[0]
+def _draw_sums(fixed: np.ndarray, out: np.ndarray, *, rng: np.random.Generator,
+               chunk_size: int | None) -> None:
+    """Add W @ fixed to ``out`` (B x J) for B resamples of the T rows of ``fixed``."""
+    n_resamples, t = out.shape[0], fixed.shape[0]
     # ~512k indices per chunk (a 4 MB W) amortises the per-chunk calls, bounds memory.
     chunk = max(1, min(n_resamples, chunk_size or 524_288 // max(t, 1), 2**31 // max(t, 1)))
-    fixed, scale = _fixed_point(np.asarray(x, dtype=float))
-    out = np.empty((n_resamples, x.shape[1]))
     half = (t + 1) // 2
     idx = np.empty((chunk, t), dtype=np.uint64)
     # Row r's indices land in [r·T, (r+1)·T), so one bincount counts the whole chunk; the
@@ -118,13 +119,48 @@ def count_matrix_sums(x: np.ndarray, *, n_resamples: int, rng: np.random.Generat
         ib += offsets[:rows]
         ib >>= np.uint64(32)
         w = np.bincount(ib.view(np.int64).ravel(), minlength=rows * t).reshape(rows, t)
-        np.matmul(w.astype(float), fixed, out=out[start:start + rows])
+        out[start:start + rows] += w.astype(float) @ fixed
+
+
+def count_matrix_sums(x: np.ndarray, *, n_resamples: int,
+                      rng: np.random.Generator | None = None,
+                      strata: Sequence[Stratum] | None = None,
+                      chunk_size: int | None = None) -> np.ndarray:
+    """Resampled column sums W @ x for B task-level resamples (B x columns).
+
+    Args:
+        x: T x J matrix of per-task values (finite).
+        n_resamples: B.
+        rng: source of the task indices (one stratum: every row).
+        strata: instead of ``rng``, row blocks resampled separately, each from its own
+            stream (a stratified bootstrap: each block keeps its size in every resample).
+        chunk_size: resamples per chunk (bounds memory; the output does not depend on it).
+
+    >>> count_matrix_sums(np.ones((3, 1)), n_resamples=2, rng=np.random.default_rng(0)).ravel()
+    array([3., 3.])
+    """
+    t = x.shape[0]
+    if (rng is None) == (strata is None):
+        raise ValueError("give either rng or strata")
+    blocks = [Stratum(slice(0, t), rng)] if rng is not None else list(strata or ())
+    fixed, scale = _fixed_point(np.asarray(x, dtype=float))
+    out = np.zeros((n_resamples, x.shape[1]))
+    for block in blocks:
+        part = fixed[block.rows]
+        # A column with nothing in this block adds nothing: leave it out of the product.
+        used = np.flatnonzero(np.any(part != 0, axis=0))
+        if part.shape[0] == 0 or used.size == 0:
+            continue
+        sums = np.zeros((n_resamples, used.size))
+        _draw_sums(np.ascontiguousarray(part[:, used]), sums, rng=block.rng,
+                   chunk_size=chunk_size)
+        out[:, used] += sums
     result: np.ndarray = out / scale
     return result
 
 
-def _bootstrap_iv(columns: Mapping[str, ArrayLike], ratios: Mapping[str, tuple[ArrayLike,
-                  ArrayLike]], n_resamples: int, confidence_level: float) -> int:
+def _check_columns(columns: Mapping[str, ArrayLike],
+                   ratios: Mapping[str, tuple[ArrayLike, ArrayLike]], n_resamples: int) -> int:
     lengths = {np.asarray(v).shape for v in columns.values()}
     lengths |= {np.asarray(a).shape for pair in ratios.values() for a in pair}
     if len(lengths) != 1 or len(next(iter(lengths))) != 1:
@@ -137,9 +173,12 @@ def _bootstrap_iv(columns: Mapping[str, ArrayLike], ratios: Mapping[str, tuple[A
             raise ValueError(f"column {name!r} has no observed task")
     if int(n_resamples) != n_resamples or n_resamples < 1:
         raise ValueError(f"n_resamples must be a positive integer, got {n_resamples!r}")
+    return int(t)
+
+
+def _check_level(confidence_level: float) -> None:
     if not 0 < confidence_level < 1:
         raise ValueError(f"confidence_level must be in (0, 1), got {confidence_level!r}")
-    return int(t)
 
 
 def _intervals(dists: np.ndarray, estimates: list[float], level: float,
@@ -169,17 +208,121 @@ def _intervals(dists: np.ndarray, estimates: list[float], level: float,
     return out
 
 
+@dataclass(frozen=True)
+class Distributions:
+    """Bootstrap distributions of task means and ratios from one set of resamples.
+
+    Attributes:
+        names: the columns, then the ratios.
+        dists: B x len(names): column j's statistic in each resample.
+        estimates: each statistic on the observed tasks.
+        n_tasks: tasks contributing to each statistic.
+    """
+
+    names: tuple[str, ...]
+    dists: np.ndarray
+    estimates: tuple[float, ...]
+    n_tasks: tuple[int, ...]
+
+    def of(self, name: str) -> np.ndarray:
+        """The B resampled values of one statistic."""
+        return np.asarray(self.dists[:, self.names.index(name)])
+
+    def intervals(self, confidence_level: float = 0.95) -> dict[str, BootstrapInterval]:
+        """name -> percentile interval, in ``names`` order."""
+        _check_level(confidence_level)
+        found = _intervals(self.dists, list(self.estimates), confidence_level,
+                           list(self.n_tasks))
+        return dict(zip(self.names, found, strict=True))
+
+
+def _whole_strata_size(mask: np.ndarray, strata: Sequence[Stratum]) -> int | None:
+    """Σ T_s when ``mask`` covers whole strata (every resample then has exactly that many
+    of the column's tasks, so its denominator needs no product), else None."""
+    size = 0
+    for block in strata:
+        part = mask[block.rows]
+        if part.all():
+            size += part.size
+        elif part.any():
+            return None
+    return size
+
+
+def bootstrap_distributions(columns: Mapping[str, ArrayLike], *,
+                            ratios: Mapping[str, tuple[ArrayLike, ArrayLike]] | None = None,
+                            n_resamples: int = 10_000, rng: np.random.Generator | None = None,
+                            strata: Sequence[Stratum] | None = None,
+                            chunk_size: int | None = None) -> Distributions:
+    """The resampled task means and ratios behind ``paired_bootstrap``, sharing one W.
+
+    Args as ``paired_bootstrap``; ``strata`` (instead of ``rng``) resamples row blocks
+    separately, each from its own stream.
+    """
+    ratios = dict(ratios or {})
+    t = _check_columns(columns, ratios, n_resamples)
+    blocks = [Stratum(slice(0, t), rng)] if rng is not None and strata is None \
+        else list(strata or ())
+    mats: list[np.ndarray] = []
+    # name -> (column of its numerator, fixed denominator or None, mask or None for a ratio)
+    slots: dict[str, tuple[int, int | None, np.ndarray | None]] = {}
+    for name, v in columns.items():
+        arr = np.asarray(v, dtype=float)
+        mask = ~np.isnan(arr)
+        size = _whole_strata_size(mask, blocks)
+        slots[name] = (len(mats), size, mask)
+        mats.append(np.where(mask, arr, 0.0))
+        if size is None:  # Σw·m varies between resamples: one more column in the product
+            mats.append(mask.astype(float))
+    for name, (num, den) in ratios.items():
+        n_arr, d_arr = np.asarray(num, dtype=float), np.asarray(den, dtype=float)
+        slots[name] = (len(mats), None, None)
+        mats += [np.nan_to_num(n_arr), np.nan_to_num(d_arr)]
+    x = np.column_stack(mats)
+    sums = count_matrix_sums(x, n_resamples=int(n_resamples), strata=blocks,
+                             chunk_size=chunk_size)
+    # The estimate from the same fixed-point values as the resamples, so a resample that
+    # redraws the observed tasks equals it exactly (an interval never excludes it by 1 ulp).
+    fixed, scale = _fixed_point(x)
+    observed = fixed.sum(axis=0) / scale
+    dists = np.empty((sums.shape[0], len(slots)))
+    estimates, n_tasks = [], []
+    for col, (name, (j, size, mask)) in enumerate(slots.items()):
+        if size is not None:
+            den, den_obs = float(size), float(size)
+        else:
+            den, den_obs = sums[:, j + 1], observed[j + 1]
+        with np.errstate(divide="ignore", invalid="ignore"):
+            dist = sums[:, j] / den
+            est = observed[j] / den_obs
+        if mask is None:  # ratio: a resample with a zero denominator has an infinite ratio
+            dist = np.where(sums[:, j + 1] == 0, np.inf, dist)
+            pair = ratios[name]
+            seen = ~(np.isnan(np.asarray(pair[0], dtype=float))
+                     & np.isnan(np.asarray(pair[1], dtype=float)))
+            n_tasks.append(int(seen.sum()))
+        else:
+            if size is None:  # mean: a resample that drew no observed task keeps the mean
+                dist = np.where(sums[:, j + 1] == 0, est, dist)
+            n_tasks.append(int(mask.sum()))
+        dists[:, col] = dist
+        estimates.append(float(est))
+    return Distributions(tuple(slots), dists, tuple(estimates), tuple(n_tasks))
+
+
 def paired_bootstrap(columns: Mapping[str, ArrayLike], *,
                      ratios: Mapping[str, tuple[ArrayLike, ArrayLike]] | None = None,
                      n_resamples: int = 10_000, confidence_level: float = 0.95,
-                     rng: np.random.Generator, chunk_size: int | None = None,
+                     rng: np.random.Generator | None = None,
+                     strata: Sequence[Stratum] | None = None, chunk_size: int | None = None,
                      ) -> dict[str, BootstrapInterval]:
     """Paired percentile bootstrap of task means and ratio metrics, sharing one W.
 
     Estimand: for each column, the mean over tasks of a per-task value (a pass rate or a
     paired difference A − B); for each ratio, Σ num / Σ den over tasks (cost per success).
     Unit of analysis: the task. ``NaN`` marks a task missing from a column; it is left out
-    of that column's mean (resamples use Σw·x·m / Σw·m).
+    of that column's mean (resamples use Σw·x·m / Σw·m). In a ratio, a task missing from
+    both its numerator and denominator is left out.
 
     Args:
         columns: name -> per-task values (all the same length T).
@@ -187,53 +330,26 @@ def paired_bootstrap(columns: Mapping[str, ArrayLike], *,
         n_resamples: B, resamples of the T tasks.
         confidence_level: two-sided level of the percentile interval.
         rng: random generator (use a child stream, see ``fire_exp.stats.seeds``).
+        strata: instead of ``rng``, blocks of rows resampled separately (each keeps its
+            size in every resample), each from its own stream.
         chunk_size: resamples per chunk; memory only, never the result.
 
     Returns:
         name -> BootstrapInterval, columns first, then ratios.
 
     References:
-        Efron & Tibshirani (1993), An Introduction to the Bootstrap, ch. 13.
+        Efron & Tibshirani (1993), An Introduction to the Bootstrap, ch. 13; Davison &
+        Hinkley (1997), Bootstrap Methods and their Application, §3.2 (stratified).
 
     >>> r = paired_bootstrap({"d": [1.0, 0.0, 0.5, 0.5]}, n_resamples=1000,
     ...                      rng=np.random.default_rng(1))
     >>> r["d"].estimate, r["d"].ci_low <= 0.5 <= r["d"].ci_high
     (0.5, True)
     """
-    ratios = dict(ratios or {})
-    t = _bootstrap_iv(columns, ratios, n_resamples, confidence_level)
-    blocks: list[np.ndarray] = []
-    slots: dict[str, tuple[int, np.ndarray | None]] = {}
-    for name, v in columns.items():
-        arr = np.asarray(v, dtype=float)
-        mask = ~np.isnan(arr)
-        slots[name] = (len(blocks), mask)
-        blocks.append(np.where(mask, arr, 0.0))
-        if not mask.all():  # a complete column's denominator is Σw = T: no product needed
-            blocks.append(mask.astype(float))
-    for name, (num, den) in ratios.items():
-        slots[name] = (len(blocks), None)
-        blocks += [np.asarray(num, dtype=float), np.asarray(den, dtype=float)]
-    x = np.column_stack(blocks)
-    sums = count_matrix_sums(x, n_resamples=int(n_resamples), rng=rng, chunk_size=chunk_size)
-    observed = x.sum(axis=0)
-    dists = np.empty((sums.shape[0], len(slots)))
-    estimates, n_tasks = [], []
-    for col, (j, mask) in enumerate(slots.values()):
-        complete = mask is not None and bool(mask.all())
-        den, den_obs = (float(t), float(t)) if complete else (sums[:, j + 1], observed[j + 1])
-        with np.errstate(divide="ignore", invalid="ignore"):
-            dist = sums[:, j] / den
-            est = observed[j] / den_obs
-        if mask is None:  # ratio: a resample with a zero denominator has an infinite ratio
-            dist = np.where(sums[:, j + 1] == 0, np.inf, dist)
-        elif not complete:  # mean: a resample that drew no observed task keeps the mean
-            dist = np.where(sums[:, j + 1] == 0, est, dist)
-        dists[:, col] = dist
-        estimates.append(float(est))
-        n_tasks.append(t if mask is None else int(mask.sum()))
-    intervals = _intervals(dists, estimates, confidence_level, n_tasks)
-    return dict(zip(slots, intervals, strict=True))
+    _check_level(confidence_level)
+    return bootstrap_distributions(columns, ratios=ratios, n_resamples=n_resamples, rng=rng,
+                                   strata=strata, chunk_size=chunk_size
+                                   ).intervals(confidence_level)
 
 
 def paired_t_interval(diffs: ArrayLike, confidence_level: float = 0.95) -> TInterval:

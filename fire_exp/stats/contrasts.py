@@ -79,8 +79,10 @@ def _subset_sums(d: np.ndarray, n_first: int, n_permutations: int,
 
 def interaction(d_first: ArrayLike, d_second: ArrayLike, *, n_resamples: int = 10_000,
                 n_permutations: int = 100_000, confidence_level: float = 0.95,
-                rng_first: np.random.Generator, rng_second: np.random.Generator,
-                rng_permutation: np.random.Generator) -> InteractionResult:
+                rng_first: np.random.Generator | None = None,
+                rng_second: np.random.Generator | None = None,
+                rng_permutation: np.random.Generator,
+                resampled: tuple[ArrayLike, ArrayLike] | None = None) -> InteractionResult:
     """Interaction of a paired contrast between two cohorts (a difference of differences).
 
     Args:
@@ -90,6 +92,9 @@ def interaction(d_first: ArrayLike, d_second: ArrayLike, *, n_resamples: int = 1
         confidence_level: level of the percentile interval.
         rng_first, rng_second: bootstrap streams of the two cohorts.
         rng_permutation: stream of the permutation test.
+        resampled: instead of the two streams, each cohort's mean difference in the same
+            number of resamples already drawn (an analysis's shared resamples); the
+            interval is then their difference, resample by resample.
 
     >>> g = np.random.default_rng
     >>> r = interaction([1, 1, 0.5], [0, 0, 0.5], n_permutations=999, rng_first=g(0),
@@ -103,9 +108,18 @@ def interaction(d_first: ArrayLike, d_second: ArrayLike, *, n_resamples: int = 1
     if not (np.all(np.isfinite(a)) and np.all(np.isfinite(b))):
         raise ValueError("differences must be finite")
     est = float(a.mean() - b.mean())
-    dist = (count_matrix_sums(a[:, None], n_resamples=n_resamples, rng=rng_first)[:, 0] / a.size
-            - count_matrix_sums(b[:, None], n_resamples=n_resamples, rng=rng_second)[:, 0]
-            / b.size)
+    if resampled is not None:
+        first, second = (np.asarray(r, dtype=float) for r in resampled)
+        if first.shape != second.shape or first.ndim != 1:
+            raise ValueError("resampled: two 1-d arrays of the same length")
+        dist, n_resamples = first - second, first.size
+    elif rng_first is None or rng_second is None:
+        raise ValueError("give rng_first and rng_second, or resampled")
+    else:
+        dist = (count_matrix_sums(a[:, None], n_resamples=n_resamples, rng=rng_first)[:, 0]
+                / a.size
+                - count_matrix_sums(b[:, None], n_resamples=n_resamples, rng=rng_second)[:, 0]
+                / b.size)
     alpha = (1 - confidence_level) / 2
     low, high = np.percentile(dist, [100 * alpha, 100 * (1 - alpha)])
     pooled = np.concatenate([a, b])

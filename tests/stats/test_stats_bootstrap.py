@@ -4,7 +4,13 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy import stats
 
-from fire_exp.stats import count_matrix_sums, paired_bootstrap, paired_t_interval
+from fire_exp.stats import (
+    Stratum,
+    bootstrap_distributions,
+    count_matrix_sums,
+    paired_bootstrap,
+    paired_t_interval,
+)
 
 
 def test_matches_scipy_percentile_paired_within_mc_error():
@@ -77,3 +83,46 @@ def test_paired_t_matches_scipy():
     ref = stats.ttest_1samp(d, 0.0).confidence_interval(0.95)
     assert ours.ci_low == pytest.approx(ref.low, abs=1e-12)
     assert ours.ci_high == pytest.approx(ref.high, abs=1e-12)
+
+
+def test_strata_are_resampled_separately_each_from_its_own_stream():
+    """A stratified resample is the sum of each block's resample, drawn from that block's
+    stream: block sizes stay fixed, and each block's sums equal a bootstrap of it alone."""
+    gen = np.random.default_rng(4)
+    x = gen.random((30, 2))
+    strata = [Stratum(slice(0, 12), np.random.default_rng(1)),
+              Stratum(slice(12, 30), np.random.default_rng(2))]
+    both = count_matrix_sums(x, n_resamples=300, strata=strata)
+    first = count_matrix_sums(x[:12], n_resamples=300, rng=np.random.default_rng(1))
+    second = count_matrix_sums(x[12:], n_resamples=300, rng=np.random.default_rng(2))
+    np.testing.assert_allclose(both, first + second, rtol=1e-12)
+    ones = count_matrix_sums(np.ones((30, 1)), n_resamples=50, strata=[
+        Stratum(slice(0, 12), np.random.default_rng(1)),
+        Stratum(slice(12, 30), np.random.default_rng(2))])
+    assert set(ones.ravel()) == {30.0}
+    with pytest.raises(ValueError, match="either rng or strata"):
+        count_matrix_sums(x, n_resamples=10)
+
+
+def test_a_column_on_one_stratum_equals_its_own_bootstrap():
+    """A column observed on one whole stratum (NaN elsewhere) gets exactly the interval of a
+    plain bootstrap of that stratum on the same stream: no mask column, no drift."""
+    gen = np.random.default_rng(6)
+    d = gen.integers(-2, 3, 25) / 2
+    padded = np.concatenate([d, np.full(10, np.nan)])
+    strata = [Stratum(slice(0, 25), np.random.default_rng(8)),
+              Stratum(slice(25, 35), np.random.default_rng(9))]
+    shared = paired_bootstrap({"d": padded}, n_resamples=2000, strata=strata)["d"]
+    alone = paired_bootstrap({"d": d}, n_resamples=2000, rng=np.random.default_rng(8))["d"]
+    assert (shared.ci_low, shared.ci_high, shared.estimate) == \
+        (alone.ci_low, alone.ci_high, alone.estimate)
+    assert shared.n_tasks == 25
+
+
+def test_distributions_give_the_intervals_and_the_resampled_values():
+    gen = np.random.default_rng(2)
+    dist = bootstrap_distributions({"a": gen.random(15)}, n_resamples=400,
+                                   rng=np.random.default_rng(3))
+    iv = dist.intervals(0.9)["a"]
+    assert iv.ci_low == pytest.approx(np.percentile(dist.of("a"), 5))
+    assert iv.ci_high == pytest.approx(np.percentile(dist.of("a"), 95))
