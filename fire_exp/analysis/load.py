@@ -129,11 +129,14 @@ def check_records(path: Path | str, read: ReadResult, plan: AnalysisPlan | None,
 
 
 def validate_attempts(path: Path | str, plan: AnalysisPlan, *, merge_runs: bool = False,
-                      read: ReadResult | None = None) -> None:
-    """Check an attempts file against a plan chosen after it was read (once more for a CSV).
+                      read: ReadResult | None = None,
+                      loaded: LoadedAttempts | None = None) -> None:
+    """Check an attempts file against a plan chosen after it was read.
 
     For callers that read a run before they know its plan (the plan frozen with the run):
-    call this once the plan is chosen; ``read`` spares a JSONL file a second read.
+    call this once the plan is chosen; ``read`` spares a JSONL file a second read, and
+    ``loaded`` (a CSV already loaded) spares a clean CSV one: only a CSV the plan refuses
+    is read again, row by row, to name the first offending line.
 
     Raises:
         InputError: the first attempt breaking a rule, by line and field or column.
@@ -141,7 +144,11 @@ def validate_attempts(path: Path | str, plan: AnalysisPlan, *, merge_runs: bool 
     path = Path(path)
     if path.suffix.lower() == ".csv":
         from fire_exp.analysis.load_csv import load_csv
+        from fire_exp.analysis.validate import frame_is_clean
 
+        # The run-per-file rule was applied at load; the plan's rules remain.
+        if loaded is not None and frame_is_clean(loaded.attempts, plan=plan, merge_runs=True):
+            return
         load_csv(path, plan, merge_runs)
         return
     check_records(path, read if read is not None else _read(path), plan,

@@ -61,11 +61,13 @@ def attempts_path(run: Path | str) -> Path:
     return path
 
 
-def read_run(run: Path | str, *, merge_runs: bool = False) -> RunInputs:
+def read_run(run: Path | str, *, merge_runs: bool = False,
+             plan: AnalysisPlan | None = None) -> RunInputs:
     """Read a run folder or an attempts file once: records, scored attempts, manifest.
 
     The attempts are checked against a plan once it is chosen (``validate_attempts``);
-    ``merge_runs`` lets one file hold several runs.
+    ``merge_runs`` lets one file hold several runs. A CSV is read with ``plan`` when the
+    caller has one (its reward scale says which rewards pass), else on [0, 1].
 
     Raises:
         InputError: a missing or malformed attempts file or manifest (a malformed record
@@ -75,7 +77,7 @@ def read_run(run: Path | str, *, merge_runs: bool = False) -> RunInputs:
     path = attempts_path(run)
     records = None
     if path.suffix.lower() == ".csv":
-        loaded = load_attempts(path, merge_runs=merge_runs)
+        loaded = load_attempts(path, plan, merge_runs=merge_runs)
     else:
         records = read_records(path)
         loaded = loaded_from_records(records, path)

@@ -33,7 +33,7 @@ from fire_exp.analysis.load import (
     normalize_frame,
     validate_attempts,
 )
-from fire_exp.analysis.plan import AnalysisPlan, parse_contrast
+from fire_exp.analysis.plan import AnalysisPlan, load_plan, parse_contrast
 from fire_exp.analysis.reliability import (
     RELIABILITY_SCOPE,
     reliability_columns,
@@ -287,7 +287,7 @@ def _interaction_frame(plan: AnalysisPlan, diffs: list[np.ndarray] | None,
 
 
 def _inputs(source: str | Path | pd.DataFrame | LoadedAttempts | RunInputs,
-            merge_runs: bool) -> RunInputs:
+            merge_runs: bool, plan: AnalysisPlan | None) -> RunInputs:
     if isinstance(source, RunInputs):
         return source
     if isinstance(source, LoadedAttempts):
@@ -296,7 +296,7 @@ def _inputs(source: str | Path | pd.DataFrame | LoadedAttempts | RunInputs,
         frame = normalize_frame(source)
         return RunInputs(LoadedAttempts(frame, pd.DataFrame(columns=FAMILY_COLUMNS),
                                         "<frame>", len(frame), 0, 0), name="<frame>")
-    return read_run(source, merge_runs=merge_runs)
+    return read_run(source, merge_runs=merge_runs, plan=plan)
 
 
 def _metadata(choice: PlanChoice, inputs: RunInputs, att: pd.DataFrame, k: int,
@@ -338,11 +338,13 @@ def analyze(source: str | Path | pd.DataFrame | LoadedAttempts | RunInputs,
         InputError: unreadable input, no scored attempt, or a frozen plan that changed.
     """
     given = resolve_plan(plan) if isinstance(plan, str | Path) else plan  # refuse it first
-    inputs = _inputs(source, merge_runs)
+    # A CSV is read with the given plan: its reward scale says which rewards pass.
+    inputs = _inputs(source, merge_runs, load_plan(given) if isinstance(given, Path) else given)
     choice = choose_plan(inputs, given)
     plan, loaded = choice.plan, inputs.loaded
     if inputs.path is not None:
-        validate_attempts(inputs.path, plan, merge_runs=merge_runs, read=inputs.records)
+        validate_attempts(inputs.path, plan, merge_runs=merge_runs, read=inputs.records,
+                          loaded=inputs.loaded)
     att, notes = loaded.attempts, list[str]()
     if att.empty:
         raise InputError(loaded.source, "<attempts>", "no finished, valid attempt to analyse",

@@ -183,9 +183,26 @@ def markdown_table(frame: pd.DataFrame) -> str:
         return "_(empty)_"
     head = "| " + " | ".join(map(str, frame.columns)) + " |"
     rule = "| " + " | ".join("---" for _ in frame.columns) + " |"
-    body = ["| " + " | ".join(_fmt(v) for v in row) + " |"
-            for row in frame.itertuples(index=False, name=None)]
+    columns = [_column_cells(frame.iloc[:, j]) for j in range(frame.shape[1])]
+    body = ["| " + " | ".join(row) + " |" for row in zip(*columns, strict=True)]
     return "\n".join([head, rule, *body])
+
+
+def _column_cells(values: pd.Series) -> list[str]:
+    """The cells of one column, each distinct value formatted once (a column of 50,000
+    tasks holds a few hundred distinct pass rates)."""
+    seen: dict[tuple[type, object], str] = {}
+    cells = []
+    for v in values.to_numpy(dtype=object):
+        key = (type(v), v)  # True, 1 and 1.0 are equal keys but print differently
+        try:
+            cell = seen.get(key)
+        except TypeError:  # an unhashable cell (a list): format it as it comes
+            cell = _fmt(v)
+        if cell is None:  # NaN never equals itself: formatted each time, which is cheap
+            cell = seen[key] = _fmt(v)
+        cells.append(cell)
+    return cells
 
 
 def write_tables(result: AnalysisResult, out_dir: Path | str) -> list[Path]:

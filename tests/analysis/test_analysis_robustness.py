@@ -11,7 +11,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from fire_exp.analysis import load_attempts, load_plan
+from fire_exp.analysis import analyze, load_attempts, load_plan
 from fire_exp.cli import main as cli
 from fire_exp.errors import InputError
 from fire_exp.records import append_records
@@ -71,6 +71,18 @@ def test_a_plan_may_declare_another_reward_scale(tmp_path: Path) -> None:
     loaded = load_attempts(path, plan)
     assert list(loaded.attempts["reward"]) == [7.0, 10.0]
     assert list(loaded.attempts["passed"]) == [False, True]
+
+
+def test_analyze_reads_a_csv_on_the_given_plans_reward_scale(tmp_path: Path) -> None:
+    """The CSV is read once, with the plan: a reward of 10 on a [0, 10] scale passes, 7
+    fails, and nothing is refused on the default [0, 1] scale first."""
+    plan = load_plan(REPO / "analysis" / "default.yaml").model_copy(
+        update={"reward_scale": (0.0, 10.0)})
+    rows = "".join(f"t{i},{arm},0,eligible,{r}\n" for i in range(4)
+                   for arm, r in (("real", 10), ("sham", 7)))
+    result = analyze(_csv(tmp_path, rows), plan)
+    rates = result.pass_rates.set_index(["cohort", "arm"])["pass_rate_pct"]
+    assert rates[("eligible", "real")] == 100.0 and rates[("eligible", "sham")] == 0.0
 
 
 def test_a_csv_with_a_byte_order_mark_is_read(tmp_path: Path) -> None:
