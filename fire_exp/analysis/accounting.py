@@ -68,17 +68,21 @@ def tier_label(read: ReadResult | None, fallback: str) -> str:
     return str(next(iter(tiers))) if len(tiers) == 1 and None not in tiers else fallback
 
 
+def _count(column: pd.Series) -> Counter[str]:
+    """Rows per value of a column (value_counts: a Counter over a Series iterates in Python)."""
+    return Counter({str(k): int(v) for k, v in column.value_counts().items()})
+
+
 def accounting_frame(loaded: LoadedAttempts, read: ReadResult | None,
                      prereg: Mapping[str, Any] | None, arms: list[str]) -> pd.DataFrame:
     """Per arm (``arms`` first, then scheduled arms without a record) and in total:
     scheduled, finished records, scored, replaced, invalid, in flight."""
     sched = Counter(s["arm"] for s in (prereg or {}).get("schedule", []))
-    finished = Counter(r.arm for r in read.finished) if read else Counter(
-        loaded.attempts["arm"])
+    finished = Counter(r.arm for r in read.finished) if read else _count(loaded.attempts["arm"])
     invalid = Counter(r.arm for r in read.finished if not r.valid) if read else Counter()
     flying = Counter(arm for _, arm, _ in _in_flight(read))
-    scored = Counter(loaded.attempts["arm"])
-    replaced = Counter(loaded.superseded["arm"])
+    scored = _count(loaded.attempts["arm"])
+    replaced = _count(loaded.superseded["arm"])
     rows = [{"arm": a, "scheduled": sched[a] if prereg else None,
              "finished_records": finished[a], "scored": scored[a], "replaced": replaced[a],
              "invalid": invalid[a], "in_flight": flying[a]}

@@ -88,13 +88,26 @@ def _attempts_k(att: pd.DataFrame) -> int:
     return int(att.groupby(["task", "arm"]).size().max())
 
 
-def _contrast_row(plan: AnalysisPlan, name: str, cohort: str, agg: pd.DataFrame,
+@dataclass(frozen=True)
+class _Cohort:
+    """One cohort's per-task aggregates and the contrasts it can estimate."""
+
+    name: str
+    scope: str
+    agg: pd.DataFrame
+    arms: list[str]
+    usable: list[str]
+    rate: np.ndarray  # tasks x arms: pass rate, successes and attempts (NaN: no attempt)
+    successes: np.ndarray
+    attempts: np.ndarray
+
+
+def _contrast_row(plan: AnalysisPlan, name: str, c: _Cohort,
                   boot: Mapping[str, BootstrapInterval], keys: tuple[str, ...], k: int,
                   ) -> tuple[Row, pd.DataFrame]:
     a, b = parse_contrast(name)
-    tasks, rate = task_matrix(agg, "pass_rate", [a, b])
-    _, succ = task_matrix(agg, "successes", [a, b])
-    _, n = task_matrix(agg, "attempts", [a, b])
+    cohort, pick = c.name, [c.arms.index(a), c.arms.index(b)]
+    rate, succ, n = c.rate[:, pick], c.successes[:, pick], c.attempts[:, pick]
     ok = ~np.isnan(rate).any(axis=1)
     d = rate[ok, 0] - rate[ok, 1]
     sf = sign_flip_test(d, n_resamples=plan.permutation.n_resamples,
@@ -127,17 +140,6 @@ def _contrast_row(plan: AnalysisPlan, name: str, cohort: str, agg: pd.DataFrame,
     return row, trans
 
 
-@dataclass(frozen=True)
-class _Cohort:
-    """One cohort's per-task aggregates and the contrasts it can estimate."""
-
-    name: str
-    scope: str
-    agg: pd.DataFrame
-    arms: list[str]
-    usable: list[str]
-
-
 def _scope(keys: tuple[str, ...], cohort: str) -> str:
     return f"{'/'.join(keys) or 'primary'}:{cohort}"
 
@@ -155,6 +157,7 @@ def _cohort_columns(plan: AnalysisPlan, att: pd.DataFrame, cohort: str,
     tasks, rate = task_matrix(agg, "pass_rate", arms)
     _, cost = task_matrix(agg, "cost_usd", arms)
     _, succ = task_matrix(agg, "successes", arms)
+    _, n = task_matrix(agg, "attempts", arms)
     cols = {f"arm:{arm}": rate[:, i] for i, arm in enumerate(arms)}
     usable = []
     for name in plan.contrasts:
@@ -176,7 +179,7 @@ def _cohort_columns(plan: AnalysisPlan, att: pd.DataFrame, cohort: str,
     scope = _scope(keys, cohort)
     boot.add(scope, cohort, {n: pd.Series(v, index=index) for n, v in cols.items()},
              ratios)
-    return _Cohort(cohort, scope, agg, arms, usable)
+    return _Cohort(cohort, scope, agg, arms, usable, rate, succ, n)
 
 
 def _cohort_tables(plan: AnalysisPlan, c: _Cohort, results: BootstrapResults,
@@ -186,7 +189,7 @@ def _cohort_tables(plan: AnalysisPlan, c: _Cohort, results: BootstrapResults,
     cohort, agg = c.name, c.agg
     rows, trans = [], []
     for name in c.usable:
-        row, tr = _contrast_row(plan, name, cohort, agg, boot, keys, k)
+        row, tr = _contrast_row(plan, name, c, boot, keys, k)
         rows.append(row)
         trans.append(tr)
     secondary = [r for r in rows if r["role"] == "secondary"]
