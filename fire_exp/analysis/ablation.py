@@ -95,7 +95,7 @@ def ablation_contrasts(loaded: LoadedAttempts, plan: AnalysisPlan, *,
         family = ablated_family(arm)
         tasks = where.get(family, set())
         sub = att[att["arm"].isin([reference, arm]) & att["task"].isin(tasks)]
-        if reference not in set(att["arm"]):
+        if reference not in set(att["arm"].unique()):
             rows.append({"family": family, "contrast": f"{reference} - {arm}", "n_tasks": 0,
                          "note": f"no {reference!r} arm to compare with"})
         elif sub.empty:

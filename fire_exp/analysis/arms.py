@@ -38,7 +38,7 @@ def reference_arm(plan: AnalysisPlan, arms: list[str]) -> str:
 
 def main_cohort(plan: AnalysisPlan, attempts: pd.DataFrame) -> str:
     """The primary contrast's cohort if the attempts have it, else ``all``."""
-    return plan.primary.cohort if plan.primary.cohort in set(attempts["cohort"]) else "all"
+    return plan.primary.cohort if plan.primary.cohort in set(attempts["cohort"].unique()) else "all"
 
 
 def suite_cohort(plan: AnalysisPlan, main: str) -> str:

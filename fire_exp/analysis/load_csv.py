@@ -128,7 +128,20 @@ def _loaded(path: Path, frame: pd.DataFrame, n_rows: int, n_invalid: int) -> Loa
 
 
 def _fast_column(column: pd.Series, kind: str) -> np.ndarray | None:
-    """One column parsed through its distinct cells (few, even in a large file), or None."""
+    """One column parsed by the CSV reader (numbers, true/false) or through its distinct
+    cells (few, even in a large file), or None."""
+    numeric = column.dtype.kind in "iuf"
+    if kind in ("reward", "float", "int") and numeric:
+        parsed = column.to_numpy(dtype=float)
+        if not np.all(np.isfinite(parsed)):
+            return None
+        if kind == "int":
+            return parsed.astype(np.int64) if np.all(parsed == np.rint(parsed)) else None
+        return parsed
+    if kind == "bool" and column.dtype.kind == "b":
+        return column.to_numpy(dtype=bool)
+    if kind != "str":  # a cell the reader left as text: read every distinct cell
+        column = column.astype(str)
     codes, uniques = pd.factorize(column)
     text = pd.Series(uniques, dtype=object).str.strip()
     if kind == "str":
@@ -152,7 +165,9 @@ def _fast_column(column: pd.Series, kind: str) -> np.ndarray | None:
 def _fast(path: Path, plan: AnalysisPlan | None, merge_runs: bool) -> LoadedAttempts | None:
     """The whole file at once, or None when any cell needs a closer look."""
     try:
-        raw = pd.read_csv(path, dtype=str, keep_default_na=False, encoding="utf-8-sig")
+        # Names stay text ("007" is not 7); the reader parses numbers and true/false.
+        raw = pd.read_csv(path, dtype={c: str for c, k in _CSV_KINDS.items() if k == "str"},
+                          keep_default_na=False, encoding="utf-8-sig")
     except (ValueError, UnicodeDecodeError):  # ragged rows, bad encoding: row by row
         return None
     header = list(raw.columns)

@@ -77,7 +77,7 @@ def suite_columns(s: Suite, planned: set[str]) -> dict[str, pd.Series]:
     out = {}
     for arm in s.arms:
         name = f"{arm} - {s.reference}"
-        if arm == s.reference or name in planned or arm not in set(s.tasks["arm"]):
+        if arm == s.reference or name in planned or arm not in set(s.tasks["arm"].unique()):
             continue
         tasks, rate = _paired_rates(s, arm)
         out[name] = pd.Series(rate[:, 0] - rate[:, 1], index=tasks)

@@ -257,7 +257,7 @@ def _interaction_columns(plan: AnalysisPlan, att: pd.DataFrame, notes: list[str]
     diffs = []
     for cohort in spec.cohorts:
         sub = _cohort_frame(att, cohort)
-        if sub.empty or not {a, b} <= set(sub["arm"]):
+        if sub.empty or not {a, b} <= set(sub["arm"].unique()):
             notes.append(f"interaction of '{spec.contrast}': cohort '{cohort}' lacks data; "
                          "skipped")
             return None

@@ -41,8 +41,8 @@ def interaction_table(result: AnalysisResult) -> ReportTable:
 def tasks_table(result: AnalysisResult) -> ReportTable:
     """Every task under every arm: successes of attempts, and the task's total cost."""
     data, arms = result.tasks, list(result.arms)
-    order = [c for c in result.plan.cohorts if c in set(data["cohort"])]
-    order += sorted(set(data["cohort"]) - set(order))
+    order = [c for c in result.plan.cohorts if c in set(data["cohort"].unique())]
+    order += sorted(set(data["cohort"].unique()) - set(order))
     cells = data.assign(cell=data["successes"].astype(int).astype(str) + "/"
                         + data["attempts"].astype(int).astype(str)).pivot(
         index=["cohort", "task"], columns="arm", values="cell").reindex(

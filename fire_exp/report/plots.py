@@ -94,8 +94,8 @@ def heatmap_figure(tasks: pd.DataFrame, out: Path, cohorts: list[str]) -> list[P
     """
     agg = tasks.set_index(["cohort", "task", "arm"])[["successes", "attempts"]]
     arms = arms_in_order(list(tasks["arm"].unique()))
-    order = [c for c in cohorts if c in set(tasks["cohort"])]
-    order += sorted(set(tasks["cohort"]) - set(order))
+    order = [c for c in cohorts if c in set(tasks["cohort"].unique())]
+    order += sorted(set(tasks["cohort"].unique()) - set(order))
     index = [(c, t) for c in order for t in sorted(set(tasks.loc[tasks["cohort"] == c,
                                                                     "task"]))]
     if len(index) > _HEATMAP_LABELS:
