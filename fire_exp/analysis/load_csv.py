@@ -132,14 +132,15 @@ def _fast_column(column: pd.Series, kind: str) -> np.ndarray | None:
     cells (few, even in a large file), or None."""
     numeric = column.dtype.kind in "iuf"
     if kind in ("reward", "float", "int") and numeric:
-        parsed = column.to_numpy(dtype=float)
+        parsed: np.ndarray = column.to_numpy(dtype=float)
         if not np.all(np.isfinite(parsed)):
             return None
         if kind == "int":
             return parsed.astype(np.int64) if np.all(parsed == np.rint(parsed)) else None
         return parsed
     if kind == "bool" and column.dtype.kind == "b":
-        return column.to_numpy(dtype=bool)
+        flags: np.ndarray = column.to_numpy(dtype=bool)
+        return flags
     if kind != "str":  # a cell the reader left as text: read every distinct cell
         column = column.astype(str)
     codes, uniques = pd.factorize(column)
