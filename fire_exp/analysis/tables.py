@@ -132,11 +132,12 @@ def _contrast_row(plan: AnalysisPlan, name: str, c: _Cohort,
            "pass_a_pct": 100 * float(np.mean(rate[ok, 0])),
            "pass_b_pct": 100 * float(np.mean(rate[ok, 1])), "flag": "; ".join(flags)}
     full = ok & (n[:, 0] == k) & (n[:, 1] == k)
-    tt = transition_table(succ[full, 1], succ[full, 0], k).stack().rename("n_tasks")
-    trans = tt.reset_index().rename(columns={"from": f"comparator_{b}", "to": f"arm_{a}"})
-    trans.columns = ["comparator", "arm", "n_tasks"]
-    trans.insert(0, "cohort", cohort)
-    trans.insert(0, "contrast", name)
+    tt = transition_table(succ[full, 1], succ[full, 0], k)
+    counts = tt.to_numpy()
+    trans = pd.DataFrame({  # long form, one row per (comparator, arm) cell, row by row
+        "contrast": name, "cohort": cohort,
+        "comparator": np.repeat(tt.index.to_numpy(), counts.shape[1]),
+        "arm": np.tile(tt.columns.to_numpy(), counts.shape[0]), "n_tasks": counts.ravel()})
     return row, trans
 
 
