@@ -19,7 +19,6 @@ from fire_exp.analysis.suite import Suite
 from fire_exp.stats import (
     BootstrapInterval,
     McNemarResult,
-    aggregate_tasks,
     mcnemar_pooled,
 )
 
@@ -35,16 +34,6 @@ def _per_replicate_pass1(att: pd.DataFrame, arm: str) -> dict[int, float]:
             for r, x in g.groupby("replicate", sort=True)}
 
 
-def _pass_all(s: Suite) -> pd.DataFrame:
-    """Per (cohort, task), one column per arm: did the arm pass all K attempts? (NaN
-    where the arm has fewer than K attempts on the task.)"""
-    agg = aggregate_tasks(s.attempts, by=("cohort", "task", "arm"))
-    agg = agg[agg["attempts"] == s.k]
-    pa = agg.assign(pass_all=(agg["successes"] == s.k).astype(float))
-    return pa.pivot_table(index=["cohort", "task"], columns="arm", values="pass_all",
-                          aggfunc="first")
-
-
 def _paired_pass_all(table: pd.DataFrame, arm: str, reference: str) -> pd.DataFrame:
     """Per (cohort, task) with K attempts in both arms: did each arm pass all K?"""
     if arm not in table or reference not in table:
@@ -55,7 +44,7 @@ def _paired_pass_all(table: pd.DataFrame, arm: str, reference: str) -> pd.DataFr
 def reliability_columns(s: Suite) -> dict[str, pd.Series]:
     """Per arm but the reference: per task, pass^K of the arm minus the reference's (1, 0
     or −1), for the shared resamples."""
-    table = _pass_all(s)
+    table = s.pass_all
     out = {}
     for arm in s.arms:
         wide = _paired_pass_all(table, arm, s.reference)
@@ -84,7 +73,7 @@ def reliability_frame(s: Suite, pass_k: pd.DataFrame,
     ``boot``: the intervals of ``reliability_columns`` (the analysis's scope
     ``reliability``)."""
     att = s.attempts
-    table = _pass_all(s)
+    table = s.pass_all
     pk = pass_k[pass_k["cohort"] == s.cohort]
     reps = sorted(int(r) for r in att["replicate"].unique())
     records = []

@@ -63,6 +63,16 @@ class Suite:
         """Per (task, arm) aggregates of the suite cohort (computed once)."""
         return aggregate_tasks(self.attempts)
 
+    @cached_property
+    def pass_all(self) -> pd.DataFrame:
+        """Per (cohort, task), one column per arm: 1.0 when the arm passed all K attempts,
+        0.0 when not, NaN where it has fewer than K attempts (computed once)."""
+        agg = aggregate_tasks(self.attempts, by=("cohort", "task", "arm"))
+        agg = agg[agg["attempts"] == self.k]
+        pa = agg.assign(pass_all=(agg["successes"] == self.k).astype(float))
+        return pa.pivot_table(index=["cohort", "task"], columns="arm", values="pass_all",
+                              aggfunc="first")
+
 
 def _paired_rates(s: Suite, arm: str) -> tuple[pd.Index, np.ndarray]:
     """Tasks with both ``arm`` and the reference, and their pass rates (arm, reference)."""

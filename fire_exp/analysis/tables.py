@@ -97,6 +97,7 @@ class _Cohort:
     agg: pd.DataFrame
     arms: list[str]
     usable: list[str]
+    tasks: pd.Index  # the rows of the matrices below
     rate: np.ndarray  # tasks x arms: pass rate, successes and attempts (NaN: no attempt)
     successes: np.ndarray
     attempts: np.ndarray
@@ -180,7 +181,7 @@ def _cohort_columns(plan: AnalysisPlan, att: pd.DataFrame, cohort: str,
     scope = _scope(keys, cohort)
     boot.add(scope, cohort, {n: pd.Series(v, index=index) for n, v in cols.items()},
              ratios)
-    return _Cohort(cohort, scope, agg, arms, usable, rate, succ, n)
+    return _Cohort(cohort, scope, agg, arms, usable, index, rate, succ, n)
 
 
 def _cohort_tables(plan: AnalysisPlan, c: _Cohort, results: BootstrapResults,
@@ -248,22 +249,24 @@ def _run_cohorts(plan: AnalysisPlan, cohorts: list[_Cohort], results: BootstrapR
 _INTERACTION = "interaction"
 
 
-def _interaction_columns(plan: AnalysisPlan, att: pd.DataFrame, notes: list[str],
+def _interaction_columns(plan: AnalysisPlan, cohorts: list[_Cohort], notes: list[str],
                          boot: SharedBootstrap) -> list[np.ndarray] | None:
-    """Each interaction cohort's per-task differences; asks ``boot`` to resample them."""
+    """Each interaction cohort's per-task differences (from the cohort's task matrix);
+    asks ``boot`` to resample them."""
     spec = plan.interaction
     if spec is None:
         return None
     a, b = parse_contrast(spec.contrast)
+    found = {c.name: c for c in cohorts}
     diffs = []
     for cohort in spec.cohorts:
-        sub = _cohort_frame(att, cohort)
-        if sub.empty or not {a, b} <= set(sub["arm"].unique()):
+        c = found.get(cohort)
+        if c is None or not {a, b} <= set(c.arms):
             notes.append(f"interaction of '{spec.contrast}': cohort '{cohort}' lacks data; "
                          "skipped")
             return None
-        tasks, rate = task_matrix(aggregate_tasks(sub), "pass_rate", [a, b])
-        d = pd.Series(rate[:, 0] - rate[:, 1], index=pd.Index(tasks)).dropna()
+        d = pd.Series(c.rate[:, c.arms.index(a)] - c.rate[:, c.arms.index(b)],
+                      index=c.tasks).dropna()
         boot.add(_INTERACTION, cohort, {cohort: d})
         diffs.append(d.to_numpy())
     return diffs
@@ -369,7 +372,7 @@ def analyze(source: str | Path | pd.DataFrame | LoadedAttempts | RunInputs,
     planned = {n for c in primary if c.name == suite.cohort for n in c.usable}
     boot.add(SUITE_SCOPE, suite.cohort, suite_columns(suite, planned))
     boot.add(RELIABILITY_SCOPE, suite.cohort, reliability_columns(suite))
-    diffs = _interaction_columns(plan, att, notes, boot)
+    diffs = _interaction_columns(plan, primary, notes, boot)
     results = boot.run()  # every interval of every table, from one set of resamples
     contrasts, trans, arm_rows = _run_cohorts(plan, primary, results, (), k)
     sensitivity = pd.DataFrame() if sens is None \

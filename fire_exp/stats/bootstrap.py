@@ -139,12 +139,23 @@ def count_matrix_sums(x: np.ndarray, *, n_resamples: int,
     >>> count_matrix_sums(np.ones((3, 1)), n_resamples=2, rng=np.random.default_rng(0)).ravel()
     array([3., 3.])
     """
-    t = x.shape[0]
+    fixed, scale = _fixed_point(np.asarray(x, dtype=float))
+    result: np.ndarray = _block_sums(fixed, n_resamples, _blocks(x.shape[0], rng, strata),
+                                     chunk_size) / scale
+    return result
+
+
+def _blocks(t: int, rng: np.random.Generator | None,
+            strata: Sequence[Stratum] | None) -> list[Stratum]:
     if (rng is None) == (strata is None):
         raise ValueError("give either rng or strata")
-    blocks = [Stratum(slice(0, t), rng)] if rng is not None else list(strata or ())
-    fixed, scale = _fixed_point(np.asarray(x, dtype=float))
-    out = np.zeros((n_resamples, x.shape[1]))
+    return [Stratum(slice(0, t), rng)] if rng is not None else list(strata or ())
+
+
+def _block_sums(fixed: np.ndarray, n_resamples: int, blocks: Sequence[Stratum],
+                chunk_size: int | None) -> np.ndarray:
+    """W @ fixed (B x J) with each block's rows resampled from the block's stream."""
+    out = np.zeros((n_resamples, fixed.shape[1]))
     for block in blocks:
         part = fixed[block.rows]
         # A column with nothing in this block adds nothing: leave it out of the product.
@@ -155,8 +166,7 @@ def count_matrix_sums(x: np.ndarray, *, n_resamples: int,
         _draw_sums(np.ascontiguousarray(part[:, used]), sums, rng=block.rng,
                    chunk_size=chunk_size)
         out[:, used] += sums
-    result: np.ndarray = out / scale
-    return result
+    return out
 
 
 def _check_columns(columns: Mapping[str, ArrayLike],
@@ -261,8 +271,7 @@ def bootstrap_distributions(columns: Mapping[str, ArrayLike], *,
     """
     ratios = dict(ratios or {})
     t = _check_columns(columns, ratios, n_resamples)
-    blocks = [Stratum(slice(0, t), rng)] if rng is not None and strata is None \
-        else list(strata or ())
+    blocks = _blocks(t, rng, strata)
     mats: list[np.ndarray] = []
     # name -> (column of its numerator, fixed denominator or None, mask or None for a ratio)
     slots: dict[str, tuple[int, int | None, np.ndarray | None]] = {}
@@ -278,12 +287,10 @@ def bootstrap_distributions(columns: Mapping[str, ArrayLike], *,
         n_arr, d_arr = np.asarray(num, dtype=float), np.asarray(den, dtype=float)
         slots[name] = (len(mats), None, None)
         mats += [np.nan_to_num(n_arr), np.nan_to_num(d_arr)]
-    x = np.column_stack(mats)
-    sums = count_matrix_sums(x, n_resamples=int(n_resamples), strata=blocks,
-                             chunk_size=chunk_size)
+    fixed, scale = _fixed_point(np.column_stack(mats))
+    sums = _block_sums(fixed, int(n_resamples), blocks, chunk_size) / scale
     # The estimate from the same fixed-point values as the resamples, so a resample that
     # redraws the observed tasks equals it exactly (an interval never excludes it by 1 ulp).
-    fixed, scale = _fixed_point(x)
     observed = fixed.sum(axis=0) / scale
     dists = np.empty((sums.shape[0], len(slots)))
     estimates, n_tasks = [], []
