@@ -112,7 +112,10 @@ def cleanup(client: Any, *, everything: bool = False, images: bool = False,
     """
     report = CleanupReport()
     filters = [f"{LABEL}=1"] + ([f"{LABEL}.run={run}"] if run is not None else [])
-    for container in client.containers.list(all=True, filters={"label": filters}):
+    # ignore_removed: another panel may remove its container between the listing and the
+    # inspection of each (two panels on one engine); that container is simply gone.
+    for container in client.containers.list(all=True, filters={"label": filters},
+                                            ignore_removed=True):
         reason = _removable(container, run, everything, own_run)
         if reason is not None:
             report.kept.append((container.name, reason))

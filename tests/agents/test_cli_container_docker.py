@@ -255,7 +255,8 @@ def _wait_for_sleep(client: Any, proc: subprocess.Popen[str]) -> Any:
     while time.monotonic() < deadline:
         assert proc.poll() is None, proc.stderr.read() if proc.stderr else ""
         try:
-            for c in client.containers.list(filters={"label": f"{LABEL}.owner-pid={proc.pid}"}):
+            for c in client.containers.list(ignore_removed=True, filters={
+                    "label": f"{LABEL}.owner-pid={proc.pid}"}):
                 top = " ".join(" ".join(p) for p in c.top()["Processes"])
                 if "sleep 120" in top and "hook_relay.sh" in top:
                     return c
@@ -282,14 +283,14 @@ def test_ctrl_c_and_sigkill_leave_no_container_and_no_relay(engine: Any,
             proc.wait()
     owned = {"label": f"{LABEL}.owner-pid={proc.pid}"}
     if sig == signal.SIGKILL:  # nothing can clean up after SIGKILL but the next run
-        assert engine.containers.list(all=True, filters=owned)
+        assert engine.containers.list(all=True, ignore_removed=True, filters=owned)
         cleanup = subprocess.run([sys.executable, "-m", "fire_exp", "cleanup"], cwd=ROOT,
                                  capture_output=True, text=True, timeout=120,
                                  env=os.environ | {"PYTHONPATH": str(ROOT)})
         assert cleanup.returncode == 0, cleanup.stderr
     else:
         assert proc.returncode == 130
-    assert not engine.containers.list(all=True, filters=owned)
+    assert not engine.containers.list(all=True, ignore_removed=True, filters=owned)
     leftovers = subprocess.run(["pgrep", "-f", "hook_relay.sh|fire-exp-hook|fake_cli.py"],
                                capture_output=True, text=True).stdout.split()
     assert not leftovers, leftovers

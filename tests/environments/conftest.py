@@ -40,7 +40,7 @@ def docker_client() -> Iterator[Any]:
     bootstrap_base_image(BASE_IMAGE, client=client)
     yield client
     ours = [c.name for c in client.containers.list(
-        all=True, filters={"label": [f"{LABEL}=1", f"{LABEL}.owner-pid={os.getpid()}"]})]
+        all=True, ignore_removed=True, filters={"label": [f"{LABEL}=1", f"{LABEL}.owner-pid={os.getpid()}"]})]
     assert not ours, f"containers left behind by the tests: {ours}"
 
 

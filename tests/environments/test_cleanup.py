@@ -26,7 +26,7 @@ def _cli(*args: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
 
 
 def _owned_by(client: Any, pid: int) -> list[Any]:
-    return client.containers.list(all=True, filters={
+    return client.containers.list(all=True, ignore_removed=True, filters={
         "label": [f"{LABEL}=1", f"{LABEL}.owner-pid={pid}"]})
 
 
@@ -153,6 +153,38 @@ def _exists(container: Any) -> bool:
         return True
     except docker.errors.NotFound:
         return False
+
+
+@pytest.mark.docker
+def test_a_container_removed_by_another_panel_mid_cleanup_is_simply_gone(
+        docker_client: Any, tmp_path: Path) -> None:
+    """Another panel removes its container between cleanup's listing and its inspection of
+    that container (the race two panels on one engine run): cleanup goes on, no error."""
+    import docker
+
+    from fire_exp.environments.docker_cleanup import cleanup
+
+    vanishing = _labelled(docker_client, run="race-gone")
+    other = _labelled(docker_client, run="race-other", keep="1")
+    client = docker.from_env()
+    inspect = client.api.inspect_container
+
+    def racing_inspect(container_id: str) -> Any:
+        if container_id in (vanishing.id, vanishing.name):
+            docker_client.api.remove_container(vanishing.id, force=True)  # the other panel
+        return inspect(container_id)
+
+    client.api.inspect_container = racing_inspect  # type: ignore[method-assign]
+    try:
+        report = cleanup(client)
+        assert not report.errors and vanishing.name not in report.containers
+        assert not _exists(vanishing)
+        assert (other.name, "kept for inspection (keep_container)") in report.kept
+    finally:
+        for c in (vanishing, other):
+            if _exists(c):
+                c.remove(force=True)
+        client.close()
 
 
 @pytest.mark.docker
