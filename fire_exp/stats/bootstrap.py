@@ -13,6 +13,7 @@ other columns or on BLAS blocking either.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
@@ -152,20 +153,56 @@ def _blocks(t: int, rng: np.random.Generator | None,
     return [Stratum(slice(0, t), rng)] if rng is not None else list(strata or ())
 
 
+_PARALLEL_WORK = 20_000_000  # resamples x rows above which blocks are drawn in parallel
+
+
+def _workers() -> int:
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # not on Linux
+        return os.cpu_count() or 1
+
+
 def _block_sums(fixed: np.ndarray, n_resamples: int, blocks: Sequence[Stratum],
-                chunk_size: int | None) -> np.ndarray:
-    """W @ fixed (B x J) with each block's rows resampled from the block's stream."""
-    out = np.zeros((n_resamples, fixed.shape[1]))
-    for block in blocks:
+                chunk_size: int | None, workers: int | None = None) -> np.ndarray:
+    """W @ fixed (B x J) with each block's rows resampled from the block's stream.
+
+    Blocks are independent (own rows, own stream) and their sums exact, so they may be
+    drawn in parallel threads (``workers``; None: the machine's cores when the work is
+    large) with the same result; each thread then keeps BLAS to one thread.
+    """
+
+    def one(block: Stratum) -> tuple[np.ndarray, np.ndarray | None]:
         part = fixed[block.rows]
         # A column with nothing in this block adds nothing: leave it out of the product.
         used = np.flatnonzero(np.any(part != 0, axis=0))
         if part.shape[0] == 0 or used.size == 0:
-            continue
+            return used, None
         sums = np.zeros((n_resamples, used.size))
         _draw_sums(np.ascontiguousarray(part[:, used]), sums, rng=block.rng,
                    chunk_size=chunk_size)
-        out[:, used] += sums
+        return used, sums
+
+    if workers is None:
+        large = n_resamples * fixed.shape[0] >= _PARALLEL_WORK
+        workers = min(len(blocks), _workers()) if large else 1
+    if workers > 1:
+        from concurrent.futures import ThreadPoolExecutor
+
+        from threadpoolctl import threadpool_limits
+
+        # Largest block first, so the others fill the other threads meanwhile.
+        order = sorted(range(len(blocks)), key=lambda i: -fixed[blocks[i].rows].shape[0])
+        with threadpool_limits(limits=1, user_api="blas"), \
+                ThreadPoolExecutor(max_workers=workers) as pool:
+            done = dict(zip(order, pool.map(one, [blocks[i] for i in order]), strict=True))
+        found = [done[i] for i in range(len(blocks))]
+    else:
+        found = [one(block) for block in blocks]
+    out = np.zeros((n_resamples, fixed.shape[1]))
+    for used, sums in found:
+        if sums is not None:
+            out[:, used] += sums
     return out
 
 
