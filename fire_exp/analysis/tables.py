@@ -179,7 +179,7 @@ def _cohort_columns(plan: AnalysisPlan, att: pd.DataFrame, cohort: str,
                               pd.Series(np.nan_to_num(succ[:, i]), index=index))
               for i, arm in enumerate(arms)}
     scope = _scope(keys, cohort)
-    boot.add(scope, cohort, {n: pd.Series(v, index=index) for n, v in cols.items()},
+    boot.add(scope, cohort, {key: pd.Series(v, index=index) for key, v in cols.items()},
              ratios)
     return _Cohort(cohort, scope, agg, arms, usable, index, rate, succ, n)
 
