@@ -13,7 +13,8 @@ import pandas as pd
 from fire_exp.analysis.plan import AnalysisPlan, parse_contrast
 from fire_exp.policies.arms import ARM_REGISTRY
 
-__all__ = ["ARM_ORDER", "arms_in_order", "main_cohort", "reference_arm", "suite_cohort"]
+__all__ = ["ARM_ORDER", "arms_in_order", "cohort_attempts", "main_cohort", "reference_arm",
+           "suite_cohort"]
 
 ARM_ORDER = ARM_REGISTRY.names()  # the paper's order, as the arms are registered
 
@@ -34,6 +35,11 @@ def reference_arm(plan: AnalysisPlan, arms: list[str]) -> str:
         return "baseline"
     comparator = parse_contrast(plan.primary.contrast)[1]
     return comparator if comparator in arms else arms[-1]
+
+
+def cohort_attempts(attempts: pd.DataFrame, cohort: str) -> pd.DataFrame:
+    """The attempts of one cohort (``all``: every attempt)."""
+    return attempts if cohort == "all" else attempts[attempts["cohort"] == cohort]
 
 
 def main_cohort(plan: AnalysisPlan, attempts: pd.DataFrame) -> str:

@@ -6,14 +6,12 @@ from typing import Any
 
 import pandas as pd
 
+from fire_exp.analysis.arms import cohort_attempts
+
 __all__ = ["errors_frame", "funnel_frames", "near_miss_counts", "near_miss_frame",
            "pass_k_frame"]
 
 Row = dict[str, Any]
-
-
-def _cohort_frame(att: pd.DataFrame, cohort: str) -> pd.DataFrame:
-    return att if cohort == "all" else att[att["cohort"] == cohort]
 
 
 def pass_k_frame(arm_rows: list[Row]) -> pd.DataFrame:
@@ -37,7 +35,7 @@ def funnel_frames(att: pd.DataFrame, fam: pd.DataFrame, cohorts: list[str],
                 "near_miss_pct": near_miss_counts(g, state, beh, passed)["near_miss_pct"]}
     rows = []
     for cohort in cohorts:
-        sub = _cohort_frame(att, cohort)
+        sub = cohort_attempts(att, cohort)
         for arm, g in sub.groupby("arm", sort=True):
             rows.append({"cohort": cohort, "arm": arm, **counts(
                 g, "funnel_state", "funnel_fired", "funnel_behavior", "funnel_passed")})
@@ -83,7 +81,7 @@ def near_miss_frame(attempts: pd.DataFrame, families: pd.DataFrame, arms: list[s
                     cohort: str) -> pd.DataFrame:
     """Near-miss counts per arm on ``cohort`` (family ``all (COHORT)``), then per family
     and arm over all cohorts; arms in the order given."""
-    att = _cohort_frame(attempts, cohort)
+    att = cohort_attempts(attempts, cohort)
     records = [{"family": f"all ({cohort})", "arm": a, **near_miss_counts(
         att[att["arm"] == a], "funnel_state", "funnel_behavior", "funnel_passed")}
         for a in arms if (att["arm"] == a).any()]

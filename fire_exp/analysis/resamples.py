@@ -23,6 +23,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
+from fire_exp.analysis.arms import cohort_attempts
 from fire_exp.analysis.plan import AnalysisPlan
 from fire_exp.stats import (
     BootstrapInterval,
@@ -75,8 +76,7 @@ class SharedBootstrap:
 
     def _block(self, cohort: str) -> tuple[pd.Index, int]:
         if cohort not in self._blocks:
-            att = self._attempts
-            sub = att if cohort == "all" else att[att["cohort"] == cohort]
+            sub = cohort_attempts(self._attempts, cohort)
             tasks = pd.Index(sorted(set(sub["task"].tolist())))
             self._blocks[cohort] = (tasks, self._rows)
             self._rows += len(tasks)

@@ -25,7 +25,13 @@ import scipy
 
 from fire_exp.analysis.ablation import ablation_contrasts
 from fire_exp.analysis.accounting import accounting_frame, prereg_frame, run_status, tier_label
-from fire_exp.analysis.arms import arms_in_order, main_cohort, reference_arm, suite_cohort
+from fire_exp.analysis.arms import (
+    arms_in_order,
+    cohort_attempts,
+    main_cohort,
+    reference_arm,
+    suite_cohort,
+)
 from fire_exp.analysis.counts import errors_frame, funnel_frames, near_miss_frame, pass_k_frame
 from fire_exp.analysis.load import (
     FAMILY_COLUMNS,
@@ -71,10 +77,6 @@ CONTRAST_LEADING_COLUMNS = ["contrast", "cohort", "n_tasks", "estimate_pp", "ci_
                             "ci_high_pp", "p_value", "p_method"]
 Row = dict[str, Any]
 _SMALL = 30  # below this many tasks percentile intervals under-cover: read the t interval
-
-
-def _cohort_frame(att: pd.DataFrame, cohort: str) -> pd.DataFrame:
-    return att if cohort == "all" else att[att["cohort"] == cohort]
 
 
 def _role(plan: AnalysisPlan, contrast: str, cohort: str) -> str:
@@ -150,7 +152,7 @@ def _cohort_columns(plan: AnalysisPlan, att: pd.DataFrame, cohort: str,
                     keys: tuple[str, ...], notes: list[str],
                     boot: SharedBootstrap) -> _Cohort | None:
     """A cohort's aggregates; asks ``boot`` for its arms, contrasts and cost ratios."""
-    sub = _cohort_frame(att, cohort)
+    sub = cohort_attempts(att, cohort)
     if sub.empty:
         notes.append(f"cohort '{cohort}': no attempts; skipped")
         return None
@@ -367,7 +369,7 @@ def analyze(source: str | Path | pd.DataFrame | LoadedAttempts | RunInputs,
         if sensitive and len(sens_att) < len(att) else None
     order = arms_in_order(att["arm"].unique())
     main = main_cohort(plan, att)
-    suite = Suite(plan, _cohort_frame(att, suite_cohort(plan, main)), order,
+    suite = Suite(plan, cohort_attempts(att, suite_cohort(plan, main)), order,
                   reference_arm(plan, order), suite_cohort(plan, main), k)
     planned = {n for c in primary if c.name == suite.cohort for n in c.usable}
     boot.add(SUITE_SCOPE, suite.cohort, suite_columns(suite, planned))
