@@ -209,6 +209,9 @@ def normalize_frame(frame: pd.DataFrame) -> pd.DataFrame:
     f["passed"] = f["passed"].astype(bool)
     f["funnel_passed"] = f["passed"].astype(float)
     f["replicate"] = f["replicate"].astype(int)
+    for col in ("task", "arm", "cohort"):  # names: grouped by their codes from here on
+        if not isinstance(f[col].dtype, pd.CategoricalDtype):
+            f[col] = pd.Categorical(f[col].astype(str))
     return f[ATTEMPT_COLUMNS].reset_index(drop=True)
 
 

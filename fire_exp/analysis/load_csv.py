@@ -30,7 +30,7 @@ _REQUIRED = ("task", "arm", "replicate")
 def _cell(path: Path, line: int, col: str, text: str, kind: str) -> object:
     where = f"line {line}, column '{col}'"
     t = (text or "").strip()
-    if kind == "str":
+    if kind in ("str", "name"):
         if not t:
             raise InputError(path, where, "is empty", "every attempt needs a value here")
         return t
@@ -57,7 +57,8 @@ def _cell(path: Path, line: int, col: str, text: str, kind: str) -> object:
     raise InputError(path, where, f"{t!r} is not a boolean", "use 1/0 or true/false")
 
 
-_CSV_KINDS = {"task": "str", "arm": "str", "replicate": "int", "cohort": "str",
+# "name": text read as a category (grouped by its code from here on); "str": text.
+_CSV_KINDS = {"task": "name", "arm": "name", "replicate": "int", "cohort": "name",
               "run": "str", "reward": "reward", "passed": "bool", "cost_usd": "float",
               "agent_seconds": "float", "infrastructure_failure": "bool", "valid": "bool",
               "gave_up": "bool"}
@@ -127,7 +128,7 @@ def _loaded(path: Path, frame: pd.DataFrame, n_rows: int, n_invalid: int) -> Loa
                           n_invalid, 0)
 
 
-def _fast_column(column: pd.Series, kind: str) -> np.ndarray | None:
+def _fast_column(column: pd.Series, kind: str) -> np.ndarray | pd.Categorical | None:
     """One column parsed by the CSV reader (numbers, true/false) or through its distinct
     cells (few, even in a large file), or None."""
     numeric = column.dtype.kind in "iuf"
@@ -141,16 +142,21 @@ def _fast_column(column: pd.Series, kind: str) -> np.ndarray | None:
     if kind == "bool" and column.dtype.kind == "b":
         flags: np.ndarray = column.to_numpy(dtype=bool)
         return flags
-    if kind != "str":  # a cell the reader left as text: read every distinct cell
+    if kind not in ("str", "name"):  # a cell the reader left as text: read distinct cells
         column = column.astype(str)
     codes, uniques = pd.factorize(column)
     text = pd.Series(uniques, dtype=object).str.strip()
-    if kind == "str":
-        values: np.ndarray = text.to_numpy(dtype=object)
-        ok = bool((text != "").all())
-    elif kind == "bool":
+    if kind in ("str", "name"):
+        if not bool((text != "").all()):
+            return None
+        if kind == "str":
+            return text.to_numpy(dtype=object)[codes]
+        # categories in sorted order, as pandas would make them
+        names, place = np.unique(text.to_numpy(dtype=object), return_inverse=True)
+        return pd.Categorical.from_codes(place[codes], categories=names)
+    if kind == "bool":
         low = text.str.lower()
-        values = low.isin(_TRUE).to_numpy()
+        values: np.ndarray = low.isin(_TRUE).to_numpy()
         ok = bool(low.isin(_TRUE | _FALSE).all())
     else:
         if kind == "reward" and (text == "").any():
@@ -167,8 +173,8 @@ def _fast(path: Path, plan: AnalysisPlan | None, merge_runs: bool) -> LoadedAtte
     """The whole file at once, or None when any cell needs a closer look."""
     try:
         # Names stay text ("007" is not 7); the reader parses numbers and true/false.
-        raw = pd.read_csv(path, dtype={c: str for c, k in _CSV_KINDS.items() if k == "str"},
-                          keep_default_na=False, encoding="utf-8-sig")
+        text = {c: str for c, k in _CSV_KINDS.items() if k in ("str", "name")}
+        raw = pd.read_csv(path, dtype=text, keep_default_na=False, encoding="utf-8-sig")
     except (ValueError, UnicodeDecodeError):  # ragged rows, bad encoding: row by row
         return None
     header = list(raw.columns)

@@ -172,6 +172,16 @@ def _fmt(value: object) -> str:
     return str(value).replace("|", "\\|")
 
 
+def _float_cells(values: list[float]) -> list[str]:
+    """``_fmt`` of many non-NaN floats (a per-task table's costs are all distinct).
+
+    >>> _float_cells([0.5, 2.0, 0.00012345, 0.0, -1.25])
+    ['0.5', '2', '0.0001234', '0', '-1.25']
+    """
+    return [f"{v:.4g}" if -1e-3 < v < 1e-3 and v != 0 else f"{v:.4f}".rstrip("0").rstrip(".")
+            for v in values]
+
+
 def markdown_table(frame: pd.DataFrame) -> str:
     """A GitHub Markdown table of ``frame`` (floats to 4 decimals, NaN blank).
 
@@ -194,9 +204,16 @@ def _column_cells(values: pd.Series) -> list[str]:
     tasks holds a few hundred distinct pass rates)."""
     if values.dtype.kind in "biuf":  # numbers: pandas finds the distinct values (NaN: -1)
         codes, uniques = pd.factorize(values, use_na_sentinel=True)
-        formatted = np.array([*map(_fmt, uniques.tolist()), ""], dtype=object)
+        distinct = uniques.tolist()
+        texts = _float_cells(distinct) if values.dtype.kind == "f" else map(_fmt, distinct)
+        formatted = np.array([*texts, ""], dtype=object)
         cells: list[str] = formatted[codes].tolist()
         return cells
+    if isinstance(values.dtype, pd.CategoricalDtype):  # task, arm, cohort names
+        cats = _column_cells(pd.Series(values.cat.categories))
+        codes = values.cat.codes.to_numpy()
+        named: list[str] = np.array([*cats, ""], dtype=object)[codes].tolist()
+        return named
     seen: dict[tuple[type, object], str] = {}
     out = []
     for v in values.to_numpy(dtype=object):

@@ -107,3 +107,20 @@ def test_tasks_table_lists_every_task_and_arm(demo_report):
     md = (demo_report.out / "tasks.md").read_text()
     assert md.count("\n| ") == 1 + 1 + 6  # header, rule, six tasks
 
+
+
+def test_markdown_cells_of_a_float_column_read_as_each_value_formatted_alone():
+    import numpy as np
+
+    from fire_exp.report.render import _fmt, markdown_table
+
+    gen = np.random.default_rng(0)
+    values = gen.standard_normal(5000) * np.exp(gen.uniform(-12, 5, 5000))
+    values = np.concatenate([values, [1e-3, -1e-3, 0.0, -0.0, 0.00099999, 1.0, np.inf,
+                                      -np.inf, np.nan]])
+    frame = pd.DataFrame({"x": values, "task": pd.Categorical(["a|b", "c"] * 2504 + ["c"])})
+    lines = markdown_table(frame).splitlines()[2:]
+    cells = [line[2:-2].split(" | ") for line in lines]
+    # -0.0 prints as 0 (pandas finds one distinct zero)
+    assert [c[0] for c in cells] == [_fmt(float(v) + 0.0) for v in values]
+    assert {c[1] for c in cells} == {"a\\|b", "c"}
