@@ -18,7 +18,6 @@ contrast changes no other number.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
@@ -28,9 +27,10 @@ from fire_exp.analysis.plan import AnalysisPlan
 from fire_exp.stats import (
     BootstrapInterval,
     Distributions,
+    PendingDistributions,
     Stratum,
-    bootstrap_distributions,
     child_rng,
+    start_bootstrap_distributions,
 )
 
 __all__ = ["BootstrapResults", "SharedBootstrap"]
@@ -38,12 +38,27 @@ __all__ = ["BootstrapResults", "SharedBootstrap"]
 _SEP = "|"
 
 
-@dataclass(frozen=True)
 class BootstrapResults:
-    """The intervals (and resampled values) of every column an analysis asked for."""
+    """The intervals (and resampled values) of every column an analysis asked for.
 
-    distributions: Distributions | None
-    intervals: Mapping[str, BootstrapInterval]
+    The resamples may still be drawing (in a child process) when this is made; the first
+    ``scope`` or ``resampled`` waits for them.
+    """
+
+    def __init__(self, pending: PendingDistributions | None, confidence_level: float) -> None:
+        self._pending, self._level = pending, confidence_level
+        self._intervals: dict[str, BootstrapInterval] | None = None
+
+    @property
+    def distributions(self) -> Distributions | None:
+        return None if self._pending is None else self._pending.result()
+
+    @property
+    def intervals(self) -> Mapping[str, BootstrapInterval]:
+        if self._intervals is None:
+            dist = self.distributions
+            self._intervals = {} if dist is None else dist.intervals(self._level)
+        return self._intervals
 
     def scope(self, scope: str) -> dict[str, BootstrapInterval]:
         """name -> interval of one scope's columns (a column with no task is absent)."""
@@ -53,9 +68,10 @@ class BootstrapResults:
 
     def resampled(self, scope: str, name: str) -> np.ndarray:
         """The B resampled values of one column (for statistics built on top of them)."""
-        if self.distributions is None:
+        dist = self.distributions
+        if dist is None:
             raise KeyError(f"{scope}{_SEP}{name}")
-        return self.distributions.of(f"{scope}{_SEP}{name}")
+        return dist.of(f"{scope}{_SEP}{name}")
 
 
 class SharedBootstrap:
@@ -105,16 +121,17 @@ class SharedBootstrap:
         return out
 
     def run(self) -> BootstrapResults:
-        """Draw each cohort's resamples once; every interval asked for."""
-        if not self._columns and not self._ratios:
-            return BootstrapResults(None, {})
+        """Start drawing each cohort's resamples once (in a child process when the work is
+        large); the intervals of every column asked for, when they are read."""
         plan = self._plan
+        if not self._columns and not self._ratios:
+            return BootstrapResults(None, plan.bootstrap.confidence_level)
         strata = [Stratum(slice(start, start + len(tasks)),
                           child_rng(plan.seed, "bootstrap", "success", cohort))
                   for cohort, (tasks, start) in self._blocks.items()]
         columns = {key: self._align(cohort, v) for key, (cohort, v) in self._columns.items()}
         ratios = {key: (self._align(cohort, num), self._align(cohort, den))
                   for key, (cohort, num, den) in self._ratios.items()}
-        dist = bootstrap_distributions(columns, ratios=ratios,
-                                       n_resamples=plan.bootstrap.n_resamples, strata=strata)
-        return BootstrapResults(dist, dist.intervals(plan.bootstrap.confidence_level))
+        pending = start_bootstrap_distributions(
+            columns, ratios=ratios, n_resamples=plan.bootstrap.n_resamples, strata=strata)
+        return BootstrapResults(pending, plan.bootstrap.confidence_level)

@@ -26,6 +26,7 @@ from fire_exp.stats import (
     child_rng,
     improvement_counts,
     sign_flip_test,
+    task_matrices,
     task_matrix,
     transition_table,
 )
@@ -173,8 +174,7 @@ def suite_transitions_frame(s: Suite) -> tuple[pd.DataFrame, int]:
     agg = s.tasks
     blocks, left_out = [], 0
     for arm in [a for a in s.arms if a != s.reference]:
-        _, succ = task_matrix(agg, "successes", [s.reference, arm])
-        _, n = task_matrix(agg, "attempts", [s.reference, arm])
+        _, (succ, n) = task_matrices(agg, ("successes", "attempts"), [s.reference, arm])
         full = (n[:, 0] == s.k) & (n[:, 1] == s.k)
         left_out = max(left_out, int((~full).sum()))
         tt = transition_table(succ[full, 0], succ[full, 1], s.k)

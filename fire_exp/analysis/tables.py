@@ -14,7 +14,6 @@ the result.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
@@ -67,7 +66,7 @@ from fire_exp.stats import (
     paired_t_interval,
     pass_curve,
     sign_flip_test,
-    task_matrix,
+    task_matrices,
     transition_table,
 )
 
@@ -105,9 +104,10 @@ class _Cohort:
     attempts: np.ndarray
 
 
-def _contrast_row(plan: AnalysisPlan, name: str, c: _Cohort,
-                  boot: Mapping[str, BootstrapInterval], keys: tuple[str, ...], k: int,
+def _contrast_row(plan: AnalysisPlan, name: str, c: _Cohort, keys: tuple[str, ...], k: int,
                   ) -> tuple[Row, pd.DataFrame]:
+    """A contrast's row without its bootstrap interval (``_with_interval`` adds it) and its
+    transitions: the tests run while the resamples are still being drawn."""
     a, b = parse_contrast(name)
     cohort, pick = c.name, [c.arms.index(a), c.arms.index(b)]
     rate, succ, n = c.rate[:, pick], c.successes[:, pick], c.attempts[:, pick]
@@ -116,20 +116,18 @@ def _contrast_row(plan: AnalysisPlan, name: str, c: _Cohort,
     sf = sign_flip_test(d, n_resamples=plan.permutation.n_resamples,
                         max_enumeration=plan.permutation.max_enumeration,
                         method=plan.permutation.method, rng=child_rng(plan.seed, *keys, name, "signflip", cohort))
-    bi = boot[f"contrast:{name}"]
     ti = paired_t_interval(d, plan.bootstrap.confidence_level)
     ic = improvement_counts(rate[ok, 0], rate[ok, 1])
-    flags = [s for s in (bi.method == "degenerate" and "degenerate bootstrap",
-                         sf.method == "degenerate" and "no non-zero difference",
+    flags = [s for s in (sf.method == "degenerate" and "no non-zero difference",
                          d.size < _SMALL and f"fewer than {_SMALL} tasks: read t interval")
              if s]
     row = {"contrast": name, "cohort": cohort, "n_tasks": int(d.size),
-           "estimate_pp": 100 * sf.statistic, "ci_low_pp": 100 * bi.ci_low,
-           "ci_high_pp": 100 * bi.ci_high, "p_value": sf.p_value, "p_method": sf.method,
+           "estimate_pp": 100 * sf.statistic, "ci_low_pp": np.nan,
+           "ci_high_pp": np.nan, "p_value": sf.p_value, "p_method": sf.method,
            "role": _role(plan, name, cohort), "p_holm": np.nan, "p_mc_se": sf.mc_se,
            "p_resamples": sf.n_resamples, "n_nonzero": sf.n_nonzero,
-           "min_attainable_p": sf.min_attainable_p, "ci_method": bi.method,
-           "n_resamples": bi.n_resamples, "ci_mc_error_pp": 100 * bi.mc_error,
+           "min_attainable_p": sf.min_attainable_p, "ci_method": "",
+           "n_resamples": 0, "ci_mc_error_pp": np.nan,
            "t_ci_low_pp": 100 * ti.ci_low, "t_ci_high_pp": 100 * ti.ci_high,
            "improved": ic.improved, "regressed": ic.regressed, "tied": ic.tied,
            "pass_a_pct": 100 * float(np.mean(rate[ok, 0])),
@@ -142,6 +140,15 @@ def _contrast_row(plan: AnalysisPlan, name: str, c: _Cohort,
         "comparator": np.repeat(tt.index.to_numpy(), counts.shape[1]),
         "arm": np.tile(tt.columns.to_numpy(), counts.shape[0]), "n_tasks": counts.ravel()})
     return row, trans
+
+
+def _with_interval(row: Row, bi: BootstrapInterval) -> Row:
+    """A contrast row with its bootstrap interval (the first flag names a degenerate one)."""
+    flags = [f for f in ("degenerate bootstrap" if bi.method == "degenerate" else "",
+                         str(row["flag"])) if f]
+    return {**row, "ci_low_pp": 100 * bi.ci_low, "ci_high_pp": 100 * bi.ci_high,
+            "ci_method": bi.method, "n_resamples": bi.n_resamples,
+            "ci_mc_error_pp": 100 * bi.mc_error, "flag": "; ".join(flags)}
 
 
 def _scope(keys: tuple[str, ...], cohort: str) -> str:
@@ -158,10 +165,8 @@ def _cohort_columns(plan: AnalysisPlan, att: pd.DataFrame, cohort: str,
         return None
     agg = aggregate_tasks(sub)
     arms = sorted(agg["arm"].unique())
-    tasks, rate = task_matrix(agg, "pass_rate", arms)
-    _, cost = task_matrix(agg, "cost_usd", arms)
-    _, succ = task_matrix(agg, "successes", arms)
-    _, n = task_matrix(agg, "attempts", arms)
+    tasks, (rate, cost, succ, n) = task_matrices(
+        agg, ("pass_rate", "cost_usd", "successes", "attempts"), arms)
     cols = {f"arm:{arm}": rate[:, i] for i, arm in enumerate(arms)}
     usable = []
     for name in plan.contrasts:
@@ -186,14 +191,22 @@ def _cohort_columns(plan: AnalysisPlan, att: pd.DataFrame, cohort: str,
     return _Cohort(cohort, scope, agg, arms, usable, index, rate, succ, n)
 
 
-def _cohort_tables(plan: AnalysisPlan, c: _Cohort, results: BootstrapResults,
-                   keys: tuple[str, ...], k: int,
-                   ) -> tuple[list[Row], list[pd.DataFrame], list[Row]]:
-    boot = results.scope(c.scope)
-    cohort, agg = c.name, c.agg
+@dataclass
+class _CohortRows:
+    """A cohort's contrast rows, transitions and per-arm rows, before their intervals."""
+
+    cohort: _Cohort
+    rows: list[Row]
+    trans: list[pd.DataFrame]
+    arm_rows: list[Row]
+
+
+def _cohort_tests(plan: AnalysisPlan, c: _Cohort, keys: tuple[str, ...], k: int,
+                  ) -> _CohortRows:
+    """Everything of a cohort's tables that does not read the bootstrap."""
     rows, trans = [], []
     for name in c.usable:
-        row, tr = _contrast_row(plan, name, c, boot, keys, k)
+        row, tr = _contrast_row(plan, name, c, keys, k)
         rows.append(row)
         trans.append(tr)
     secondary = [r for r in rows if r["role"] == "secondary"]
@@ -202,22 +215,34 @@ def _cohort_tables(plan: AnalysisPlan, c: _Cohort, results: BootstrapResults,
             r["p_holm"] = float(p)
     arm_rows = []
     for arm in c.arms:
-        g = agg[agg["arm"] == arm]
-        bi, ci = boot[f"arm:{arm}"], boot[f"cost:{arm}"]
+        g = c.agg[c.agg["arm"] == arm]
         curve = pass_curve(g["attempts"].astype(int), g["successes"].astype(int))
-        arm_rows.append({"cohort": cohort, "arm": arm, "n_tasks": len(g),
+        arm_rows.append({"cohort": c.name, "arm": arm, "n_tasks": len(g),
                          "attempts": int(g["attempts"].sum()),
                          "successes": int(g["successes"].sum()),
-                         "pass_rate_pct": 100 * bi.estimate, "ci_low_pct": 100 * bi.ci_low,
-                         "ci_high_pct": 100 * bi.ci_high,
+                         "pass_rate_pct": np.nan, "ci_low_pct": np.nan, "ci_high_pct": np.nan,
                          "mean_reward": float(g["mean_reward"].mean()),
                          "total_cost_usd": float(g["cost_usd"].sum()),
-                         "cost_per_success_usd": ci.estimate,
-                         "cost_ci_low_usd": ci.ci_low, "cost_ci_high_usd": ci.ci_high,
+                         "cost_per_success_usd": np.nan,
+                         "cost_ci_low_usd": np.nan, "cost_ci_high_usd": np.nan,
                          "mean_agent_seconds": float(g["agent_seconds"].sum()
                                                      / g["attempts"].sum()),
                          "_curve": curve})
-    return rows, trans, arm_rows
+    return _CohortRows(c, rows, trans, arm_rows)
+
+
+def _cohort_intervals(part: _CohortRows, results: BootstrapResults,
+                      ) -> tuple[list[Row], list[pd.DataFrame], list[Row]]:
+    """A cohort's rows with their bootstrap intervals (waits for the resamples)."""
+    boot = results.scope(part.cohort.scope)
+    rows = [_with_interval(r, boot[f"contrast:{r['contrast']}"]) for r in part.rows]
+    arm_rows = []
+    for r in part.arm_rows:
+        bi, ci = boot[f"arm:{r['arm']}"], boot[f"cost:{r['arm']}"]
+        arm_rows.append({**r, "pass_rate_pct": 100 * bi.estimate, "ci_low_pct": 100 * bi.ci_low,
+                         "ci_high_pct": 100 * bi.ci_high, "cost_per_success_usd": ci.estimate,
+                         "cost_ci_low_usd": ci.ci_low, "cost_ci_high_usd": ci.ci_high})
+    return rows, part.trans, arm_rows
 
 
 def _contrast_frame(rows: list[Row]) -> pd.DataFrame:
@@ -234,14 +259,13 @@ def _cohorts(plan: AnalysisPlan, att: pd.DataFrame, keys: tuple[str, ...],
     return [c for c in found if c is not None]
 
 
-def _run_cohorts(plan: AnalysisPlan, cohorts: list[_Cohort], results: BootstrapResults,
-                 keys: tuple[str, ...], k: int,
+def _run_cohorts(parts: list[_CohortRows], results: BootstrapResults,
                  ) -> tuple[pd.DataFrame, list[pd.DataFrame], list[Row]]:
     rows: list[Row] = []
     trans: list[pd.DataFrame] = []
     arms: list[Row] = []
-    for c in cohorts:
-        r, t, a = _cohort_tables(plan, c, results, keys, k)
+    for part in parts:
+        r, t, a = _cohort_intervals(part, results)
         rows += r
         trans += t
         arms += a
@@ -375,14 +399,25 @@ def analyze(source: str | Path | pd.DataFrame | LoadedAttempts | RunInputs,
     boot.add(SUITE_SCOPE, suite.cohort, suite_columns(suite, planned))
     boot.add(RELIABILITY_SCOPE, suite.cohort, reliability_columns(suite))
     diffs = _interaction_columns(plan, primary, notes, boot)
-    results = boot.run()  # every interval of every table, from one set of resamples
-    contrasts, trans, arm_rows = _run_cohorts(plan, primary, results, (), k)
-    sensitivity = pd.DataFrame() if sens is None \
-        else _run_cohorts(plan, sens, results, ("sensitivity",), k)[0]
+    # Every interval of every table, from one set of resamples: drawn from here on (in a
+    # child process when large) while the tables that need none are built.
+    results = boot.run()
+    primary_tests = [_cohort_tests(plan, c, (), k) for c in primary]
+    sens_tests = [_cohort_tests(plan, c, ("sensitivity",), k) for c in sens or []]
     if loaded.coding_errors:
         notes.append(f"{loaded.coding_errors} scored attempt(s) have a family whose extractor "
                      "raised: that family is uncoded there (see coding_errors in the records)")
     funnel, family_funnel = funnel_frames(att, loaded.families, plan.cohorts)
+    suite_transitions, left_out = suite_transitions_frame(suite)
+    status = run_status(inputs.records, inputs.prereg)
+    errors = errors_frame(att, loaded.superseded)
+    near_miss = near_miss_frame(att, loaded.families, order, main)
+    tasks = tasks_frame(att)
+    accounting = accounting_frame(loaded, inputs.records, inputs.prereg, order)
+    ablation = ablation_contrasts(loaded, plan)
+    # From here on the tables read the resamples.
+    contrasts, trans, arm_rows = _run_cohorts(primary_tests, results)
+    sensitivity = pd.DataFrame() if sens is None else _run_cohorts(sens_tests, results)[0]
     arms = pd.DataFrame([{k: v for k, v in r.items() if k != "_curve"} for r in arm_rows])
     cost_cols = ["total_cost_usd", "cost_per_success_usd", "cost_ci_low_usd",
                  "cost_ci_high_usd", "mean_agent_seconds"]
@@ -390,23 +425,19 @@ def analyze(source: str | Path | pd.DataFrame | LoadedAttempts | RunInputs,
     pass_rates = arms.drop(columns=cost_cols) if len(arms) else arms
     cost = arms[key_cols + cost_cols] if len(arms) else arms
     pass_k = pass_k_frame(arm_rows)
-    suite_transitions, left_out = suite_transitions_frame(suite)
-    status = run_status(inputs.records, inputs.prereg)
     return AnalysisResult(
         pass_rates=pass_rates, contrasts=contrasts, sensitivity=sensitivity,
         interaction=_interaction_frame(plan, diffs, results),
         transitions=pd.concat(trans, ignore_index=True) if trans else pd.DataFrame(),
-        pass_k=pass_k, cost=cost, errors=errors_frame(att, loaded.superseded),
+        pass_k=pass_k, cost=cost, errors=errors,
         funnel=funnel, family_funnel=family_funnel,
-        near_miss=near_miss_frame(att, loaded.families, order, main),
+        near_miss=near_miss,
         suite=suite_frame(suite, pass_rates, cost, contrasts, pass_k,
                           results.scope(SUITE_SCOPE)),
         suite_transitions=suite_transitions,
         reliability=reliability_frame(suite, pass_k, results.scope(RELIABILITY_SCOPE)),
-        tasks=tasks_frame(att),
-        accounting=accounting_frame(loaded, inputs.records, inputs.prereg, order),
-        prereg=prereg_frame(inputs.prereg), plan=plan,
-        ablation=ablation_contrasts(loaded, plan), arms=tuple(order),
+        tasks=tasks, accounting=accounting, prereg=prereg_frame(inputs.prereg), plan=plan,
+        ablation=ablation, arms=tuple(order),
         reference=suite.reference, main_cohort=main, suite_cohort=suite.cohort, k=suite.k,
         tier=tier_label(inputs.records, inputs.name),
         status=status,

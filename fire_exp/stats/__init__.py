@@ -4,16 +4,18 @@ The task is the unit of inference; every function that draws takes ``rng=`` (a c
 stream from :mod:`fire_exp.stats.seeds`).
 """
 
-from fire_exp.stats.aggregate import aggregate_tasks, task_matrix
+from fire_exp.stats.aggregate import aggregate_tasks, task_matrices, task_matrix
 from fire_exp.stats.bootstrap import (
     BootstrapInterval,
     Distributions,
+    PendingDistributions,
     Stratum,
     TInterval,
     bootstrap_distributions,
     count_matrix_sums,
     paired_bootstrap,
     paired_t_interval,
+    start_bootstrap_distributions,
 )
 from fire_exp.stats.contrasts import (
     ImprovementCounts,
@@ -44,6 +46,7 @@ __all__ = [
     "Stratum",
     "TInterval",
     "aggregate_tasks",
+    "PendingDistributions",
     "bootstrap_distributions",
     "child_rng",
     "child_seed_sequence",
@@ -57,11 +60,13 @@ __all__ = [
     "mcnemar_stratified",
     "paired_bootstrap",
     "paired_t_interval",
+    "start_bootstrap_distributions",
     "pass_at_k",
     "pass_curve",
     "pass_hat_k",
     "sign_flip_test",
     "stable_hash32",
+    "task_matrices",
     "task_matrix",
     "transition_table",
 ]

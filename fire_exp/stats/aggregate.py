@@ -7,7 +7,7 @@ from collections.abc import Sequence
 import numpy as np
 import pandas as pd
 
-__all__ = ["aggregate_tasks", "task_matrix"]
+__all__ = ["aggregate_tasks", "task_matrices", "task_matrix"]
 
 _REQUIRED = ("task", "arm", "passed", "reward")
 
@@ -62,8 +62,18 @@ def task_matrix(agg: pd.DataFrame, value: str, arms: Sequence[str],
     >>> task_matrix(agg, "pass_rate", ["a", "b"])[1].tolist()
     [[1.0, 0.5], [0.0, nan]]
     """
-    task_col, arm_col = agg["task"].to_numpy(), agg["arm"].to_numpy()
-    order = sorted(set(task_col.tolist())) if tasks is None else list(tasks)
+    order, (out,) = task_matrices(agg, (value,), arms, tasks)
+    return order, out
+
+
+def task_matrices(agg: pd.DataFrame, values: Sequence[str], arms: Sequence[str],
+                  tasks: Sequence[str] | None = None) -> tuple[list[str], list[np.ndarray]]:
+    """``task_matrix`` of several values, placing the aggregates' rows once."""
+    task_col, arm_col = agg["task"], agg["arm"]
+    if tasks is None:
+        order = sorted(set(task_col.unique().tolist()))
+    else:
+        order = list(tasks)
     # Index lookups instead of DataFrame.pivot: this runs dozens of times per analysis.
     rows = pd.Index(order).get_indexer(task_col)
     cols = pd.Index(list(arms)).get_indexer(arm_col)
@@ -71,6 +81,9 @@ def task_matrix(agg: pd.DataFrame, value: str, arms: Sequence[str],
     cells = rows[keep].astype(np.int64) * len(arms) + cols[keep]
     if cells.size and np.bincount(cells).max() > 1:
         raise ValueError("the aggregates hold a (task, arm) twice")
-    out = np.full((len(order), len(arms)), np.nan)
-    out[rows[keep], cols[keep]] = agg[value].to_numpy(dtype=float)[keep]
-    return order, out
+    found = []
+    for value in values:
+        out = np.full((len(order), len(arms)), np.nan)
+        out[rows[keep], cols[keep]] = agg[value].to_numpy(dtype=float)[keep]
+        found.append(out)
+    return order, found

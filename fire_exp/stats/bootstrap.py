@@ -14,17 +14,18 @@ other columns or on BLAS blocking either.
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
 from numpy.typing import ArrayLike
 
+from fire_exp.stats._fork import in_child
 from fire_exp.stats._student_t import t_quantile
 
-__all__ = ["BootstrapInterval", "Distributions", "Stratum", "TInterval",
-           "bootstrap_distributions", "count_matrix_sums", "paired_bootstrap",
-           "paired_t_interval"]
+__all__ = ["BootstrapInterval", "Distributions", "PendingDistributions", "Stratum",
+           "TInterval", "bootstrap_distributions", "count_matrix_sums", "paired_bootstrap",
+           "paired_t_interval", "start_bootstrap_distributions"]
 
 _Z95 = 1.959963984540054
 
@@ -98,16 +99,25 @@ def _fixed_point(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return np.rint(x * scale), scale
 
 
+_ROW_COUNTS = 1024  # tasks from which each resample's counts are taken row by row
+
+
 def _draw_sums(fixed: np.ndarray, out: np.ndarray, *, rng: np.random.Generator,
-               chunk_size: int | None) -> None:
-    """Add W @ fixed to ``out`` (B x J) for B resamples of the T rows of ``fixed``."""
+               chunk_size: int | None, row_counts: int = _ROW_COUNTS) -> None:
+    """Add W @ fixed to ``out`` (B x J) for B resamples of the T rows of ``fixed``.
+
+    Counts come from ``np.bincount``: row by row once T >= ``row_counts`` (a row's counts
+    stay in cache and land straight in the float matrix), else one call per chunk with
+    row r's indices offset into [r·T, (r+1)·T). Both give the same W.
+    """
     n_resamples, t = out.shape[0], fixed.shape[0]
-    # ~512k indices per chunk (a 4 MB W) amortises the per-chunk calls, bounds memory.
-    chunk = max(1, min(n_resamples, chunk_size or 524_288 // max(t, 1), 2**31 // max(t, 1)))
+    # ~256k indices per chunk (a 2 MB W) amortises the per-chunk calls, bounds memory.
+    chunk = max(1, min(n_resamples, chunk_size or 262_144 // max(t, 1), 2**31 // max(t, 1)))
     half = (t + 1) // 2
+    by_row = t >= row_counts
     idx = np.empty((chunk, t), dtype=np.uint64)
-    # Row r's indices land in [r·T, (r+1)·T), so one bincount counts the whole chunk; the
-    # offset is added before the shift (r·T·2^32 < 2^64 for any chunk we use).
+    w = np.empty((chunk, t)) if by_row else None
+    # The offset is added before the shift (r·T·2^32 < 2^64 for any chunk we use).
     offsets = ((np.arange(chunk, dtype=np.uint64) * np.uint64(t)) << np.uint64(32))[:, None]
     for start in range(0, n_resamples, chunk):
         rows = min(chunk, n_resamples - start)
@@ -117,10 +127,17 @@ def _draw_sums(fixed: np.ndarray, out: np.ndarray, *, rng: np.random.Generator,
         raw = rng.bit_generator.random_raw(rows * half).reshape(rows, half)
         ib = idx[:rows]
         np.multiply(raw.view(np.uint32)[:, :t], np.uint64(t), out=ib, casting="unsafe")
-        ib += offsets[:rows]
-        ib >>= np.uint64(32)
-        w = np.bincount(ib.view(np.int64).ravel(), minlength=rows * t).reshape(rows, t)
-        out[start:start + rows] += w.astype(float) @ fixed
+        if w is not None:
+            ib >>= np.uint64(32)
+            iv = ib.view(np.int64)
+            for r in range(rows):
+                w[r] = np.bincount(iv[r], minlength=t)
+            out[start:start + rows] += w[:rows] @ fixed
+        else:
+            ib += offsets[:rows]
+            ib >>= np.uint64(32)
+            counts = np.bincount(ib.view(np.int64).ravel(), minlength=rows * t)
+            out[start:start + rows] += counts.reshape(rows, t).astype(float) @ fixed
 
 
 def count_matrix_sums(x: np.ndarray, *, n_resamples: int,
@@ -178,10 +195,22 @@ def _block_sums(fixed: np.ndarray, n_resamples: int, blocks: Sequence[Stratum],
         used = np.flatnonzero(np.any(part != 0, axis=0))
         if part.shape[0] == 0 or used.size == 0:
             return used, None
-        sums = np.zeros((n_resamples, used.size))
-        _draw_sums(np.ascontiguousarray(part[:, used]), sums, rng=block.rng,
+        # Columns equal on this block's rows (a pass rate asked for by several tables) have
+        # equal sums: multiply each distinct column once.
+        seen: dict[bytes, int] = {}  # column's values -> its slot among the distinct ones
+        firsts: list[int] = []  # position in ``used`` of each distinct column
+        slot = []
+        for pos, j in enumerate(used):
+            key = np.ascontiguousarray(part[:, j]).tobytes()
+            if key not in seen:
+                seen[key] = len(firsts)
+                firsts.append(pos)
+            slot.append(seen[key])
+        distinct = used[firsts]
+        sums = np.zeros((n_resamples, distinct.size))
+        _draw_sums(np.ascontiguousarray(part[:, distinct]), sums, rng=block.rng,
                    chunk_size=chunk_size)
-        return used, sums
+        return used, sums[:, slot]
 
     if workers is None:
         large = n_resamples * fixed.shape[0] >= _PARALLEL_WORK
@@ -240,7 +269,9 @@ def _intervals(dists: np.ndarray, estimates: list[float], level: float,
     with np.errstate(invalid="ignore"):
         low, high = np.percentile(dists, [100 * alpha, 100 * (1 - alpha)], axis=0)
         part = np.partition(dists, [0, lo_i, hi_i, b - 1], axis=0)
-        sd = np.std(dists, axis=0)
+        # Column by column: a reduction down axis 0 rounds differently with the width.
+        sd = np.array([np.std(np.ascontiguousarray(dists[:, j]))
+                       for j in range(dists.shape[1])])
     out = []
     for j, (est, n) in enumerate(zip(estimates, n_tasks, strict=True)):
         # Interpolating between two infinite resamples (zero denominators) gives NaN: inf.
@@ -306,6 +337,38 @@ def bootstrap_distributions(columns: Mapping[str, ArrayLike], *,
     Args as ``paired_bootstrap``; ``strata`` (instead of ``rng``) resamples row blocks
     separately, each from its own stream.
     """
+    return start_bootstrap_distributions(columns, ratios=ratios, n_resamples=n_resamples,
+                                         rng=rng, strata=strata, chunk_size=chunk_size,
+                                         background=False).result()
+
+
+class PendingDistributions:
+    """Bootstrap distributions being drawn, maybe in a child process (``result`` waits)."""
+
+    def __init__(self, finish: Callable[[np.ndarray], Distributions],
+                 sums: Callable[[], np.ndarray]) -> None:
+        self._finish, self._sums = finish, sums
+        self._done: Distributions | None = None
+
+    def result(self) -> Distributions:
+        """The distributions (waits for the resamples once)."""
+        if self._done is None:
+            self._done = self._finish(self._sums())
+        return self._done
+
+
+def start_bootstrap_distributions(
+        columns: Mapping[str, ArrayLike], *,
+        ratios: Mapping[str, tuple[ArrayLike, ArrayLike]] | None = None,
+        n_resamples: int = 10_000, rng: np.random.Generator | None = None,
+        strata: Sequence[Stratum] | None = None, chunk_size: int | None = None,
+        background: bool | None = None) -> PendingDistributions:
+    """``bootstrap_distributions``, its resamples drawn while the caller goes on.
+
+    Args as ``bootstrap_distributions``; ``background``: draw in a child process (None:
+    when the work is large and the process can fork safely; see ``fire_exp.stats._fork``).
+    The result is the same either way: the child runs the same product on the same streams.
+    """
     ratios = dict(ratios or {})
     t = _check_columns(columns, ratios, n_resamples)
     blocks = _blocks(t, rng, strata)
@@ -325,12 +388,36 @@ def bootstrap_distributions(columns: Mapping[str, ArrayLike], *,
         slots[name] = (len(mats), None, None)
         mats += [np.nan_to_num(n_arr), np.nan_to_num(d_arr)]
     fixed, scale = _fixed_point(np.column_stack(mats))
-    sums = _block_sums(fixed, int(n_resamples), blocks, chunk_size) / scale
-    # The estimate from the same fixed-point values as the resamples, so a resample that
-    # redraws the observed tasks equals it exactly (an interval never excludes it by 1 ulp).
-    observed = fixed.sum(axis=0) / scale
+    n = int(n_resamples)
+
+    def draw() -> np.ndarray:
+        return _block_sums(fixed, n, blocks, chunk_size)
+
+    if background is None:
+        background = n * t >= _PARALLEL_WORK
+    sums = in_child(draw, (n, fixed.shape[1])) if background else _now(draw)
+
+    def finish(raw: np.ndarray) -> Distributions:
+        return _distributions(raw / scale, fixed.sum(axis=0) / scale, slots, ratios)
+
+    return PendingDistributions(finish, sums)
+
+
+def _now(draw: Callable[[], np.ndarray]) -> Callable[[], np.ndarray]:
+    done = draw()
+    return lambda: done
+
+
+def _distributions(sums: np.ndarray, observed: np.ndarray,
+                   slots: dict[str, tuple[int, int | None, np.ndarray | None]],
+                   ratios: Mapping[str, tuple[ArrayLike, ArrayLike]]) -> Distributions:
+    """Means and ratios of the resampled sums. ``observed``: the sums over the observed
+    tasks, from the same fixed-point values as the resamples, so a resample that redraws
+    the observed tasks equals the estimate exactly (an interval never excludes it by 1 ulp).
+    """
     dists = np.empty((sums.shape[0], len(slots)))
     estimates, n_tasks = [], []
+    den: float | np.ndarray
     for col, (name, (j, size, mask)) in enumerate(slots.items()):
         if size is not None:
             den, den_obs = float(size), float(size)

@@ -36,6 +36,20 @@ def test_chunk_size_does_not_change_output(chunk, t):
     assert np.array_equal(a, b)
 
 
+@pytest.mark.parametrize("t", [1, 7, 40])
+def test_counts_row_by_row_equal_counts_per_chunk(t):
+    from fire_exp.stats.bootstrap import _draw_sums
+
+    x = np.rint(np.random.default_rng(t).random((t, 3)) * 2**20)
+    sums = []
+    for row_counts in (1, 10**9):  # every size row by row; never
+        out = np.zeros((301, 3))
+        _draw_sums(x, out, rng=np.random.default_rng(5), chunk_size=64, row_counts=row_counts)
+        sums.append(out)
+    assert np.array_equal(sums[0], sums[1])
+    assert np.all(sums[0].sum(axis=1) > 0)
+
+
 def test_columns_share_resamples_and_adding_a_column_changes_nothing():
     gen = np.random.default_rng(3)
     cols = {"a": gen.random(20), "b": gen.random(20)}
@@ -43,6 +57,16 @@ def test_columns_share_resamples_and_adding_a_column_changes_nothing():
     more = paired_bootstrap({**cols, "c": gen.random(20)}, n_resamples=2000,
                             rng=np.random.default_rng(9))
     assert one["a"] == more["a"] and one["b"] == more["b"]
+
+
+def test_a_column_asked_for_twice_is_resampled_once_with_the_same_interval():
+    x = np.random.default_rng(4).random(30)
+    one = paired_bootstrap({"a": x}, n_resamples=2000, rng=np.random.default_rng(9))
+    twice = paired_bootstrap({"a": x, "again": x.copy(), "b": 1 - x}, n_resamples=2000,
+                             rng=np.random.default_rng(9))
+    assert one["a"] == twice["a"]
+    assert twice["again"] == twice["a"]
+    assert twice["b"].estimate == pytest.approx(1 - twice["a"].estimate)
 
 
 def test_ratio_metric_is_ratio_of_sums():

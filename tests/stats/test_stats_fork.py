@@ -1,0 +1,94 @@
+"""The forked worker behind a large bootstrap: same numbers, no process left behind."""
+
+from __future__ import annotations
+
+import gc
+import os
+import threading
+import time
+
+import numpy as np
+import pytest
+
+from fire_exp.stats import start_bootstrap_distributions
+from fire_exp.stats._fork import _Child, can_fork, in_child
+
+pytestmark = pytest.mark.skipif(not hasattr(os, "fork"), reason="POSIX fork only")
+
+
+def _gone(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return True
+    return False
+
+
+def test_resamples_drawn_in_a_child_equal_those_drawn_here(monkeypatch):
+    import fire_exp.stats._fork as fork
+
+    made: list[int] = []
+
+    class Recorded(_Child):
+        def __init__(self, *args, **kwargs) -> None:
+            super().__init__(*args, **kwargs)
+            made.append(self._pid)
+
+    # pytest may run threads of its own; fork here regardless (the child only computes).
+    monkeypatch.setattr(fork, "can_fork", lambda: True)
+    monkeypatch.setattr(fork, "_Child", Recorded)
+    gen = np.random.default_rng(0)
+    x, cost = gen.random(2_000), gen.random(2_000)
+    columns, ratios = {"x": x, "d": x - 0.5}, {"r": (cost, x)}
+
+    def draw(background: bool) -> tuple[np.ndarray, tuple[float, ...]]:
+        pending = start_bootstrap_distributions(columns, ratios=ratios, n_resamples=3_000,
+                                                rng=np.random.default_rng(7),
+                                                background=background)
+        dist = pending.result()
+        return dist.dists, dist.estimates
+
+    child, here = draw(True), draw(False)
+    assert len(made) == 1 and made[0] != os.getpid()
+    assert np.array_equal(child[0], here[0]) and child[1] == here[1]
+
+
+def test_a_failed_child_is_redone_in_this_process(monkeypatch):
+    import fire_exp.stats._fork as fork
+
+    monkeypatch.setattr(fork, "can_fork", lambda: True)
+    parent = os.getpid()
+
+    def compute() -> np.ndarray:
+        if os.getpid() != parent:  # only the child fails
+            raise RuntimeError("out of memory in the child")
+        return np.arange(6, dtype=float).reshape(2, 3)
+
+    assert np.array_equal(in_child(compute, (2, 3))(), np.arange(6.0).reshape(2, 3))
+
+
+def test_a_child_never_waited_for_is_stopped_and_reaped():
+    def compute() -> np.ndarray:
+        time.sleep(60)
+        return np.zeros(1)
+
+    child = _Child(compute, (1,))
+    pid = child._pid
+    assert not _gone(pid)
+    del child
+    gc.collect()
+    assert _gone(pid)  # killed and reaped: not even a zombie is left
+
+
+def test_no_fork_while_another_thread_runs():
+    stop = threading.Event()
+    worker = threading.Thread(target=stop.wait)
+    worker.start()
+    try:
+        assert not can_fork()
+        parent = os.getpid()
+        pids = in_child(lambda: np.array([float(os.getpid())]), (1,))()
+        assert pids[0] == parent  # computed right here
+    finally:
+        stop.set()
+        worker.join()
