@@ -6,6 +6,10 @@ attempts, 1 % infrastructure failures so the sensitivity analysis runs too), the
 the fastest wall time and the peak resident memory of the child. The same for FIRE's
 30 tasks x 2 attempts, whose time is mostly start-up (imports).
 
+Beside them, in the same run, the floors any pandas-based analysis pays on this machine:
+an interpreter that does nothing, and one that only imports numpy and pandas. The machine's
+speed drifts by a quarter over minutes, so the small panel is read against the floor.
+
     python -m benchmarks.bench_analyze [--tasks 10000] [--attempts 4] [--repeat 3]
 
 Targets on a 2-core machine: under 3 s and 500 MB for 10,000 tasks; about 0.5 s for 30.
@@ -52,6 +56,16 @@ def run_once(csv: Path, out: Path) -> tuple[float, float, int]:
     return wall, max(peak, before) / 1024, proc.returncode
 
 
+def floor(code: str, repeat: int) -> float:
+    """Best wall time of ``python -c CODE`` (an interpreter's start-up and imports)."""
+    times = []
+    for _ in range(repeat):
+        t0 = time.perf_counter()
+        subprocess.run([sys.executable, "-c", code], check=True)
+        times.append(time.perf_counter() - t0)
+    return min(times)
+
+
 def bench(n_tasks: int, attempts: int, repeat: int, folder: Path) -> None:
     csv = write_csv(folder / f"panel-{n_tasks}.csv", n_tasks, attempts)
     runs = [run_once(csv, folder / f"out-{n_tasks}") for _ in range(repeat)]
@@ -71,6 +85,10 @@ def main() -> None:
     with tempfile.TemporaryDirectory(prefix="bench-analyze-") as tmp:
         folder = Path(tmp)
         bench(30, 2, args.repeat, folder)  # small first: its peak RSS is its own
+        bare = floor("pass", args.repeat)
+        libs = floor("import numpy, pandas", args.repeat)
+        print(f"floors: python -c pass {bare:.2f} s; python -c 'import numpy, pandas' "
+              f"{libs:.2f} s (best of {args.repeat})")
         bench(args.tasks, args.attempts, args.repeat, folder)
 
 

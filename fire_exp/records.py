@@ -68,7 +68,7 @@ INFRASTRUCTURE_CAUSES = frozenset(Cause) - AGENT_CAUSES
 
 
 class _Model(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, defer_build=True)
 
 
 class Funnel(_Model):

@@ -42,7 +42,7 @@ def did_you_mean(name: str, known: Iterable[str]) -> str:
 
 
 class _Model(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, defer_build=True)
 
 
 def parse_contrast(text: str) -> tuple[str, str]:

@@ -8,6 +8,7 @@ Stegun 26.7.3-4), monotone in θ, so the quantile is found by bisection on θ.
 
 from __future__ import annotations
 
+import functools
 import math
 
 import numpy as np
@@ -29,6 +30,7 @@ def _two_sided(theta: float, nu: int) -> float:
     return s * (1 + float(terms.sum()))
 
 
+@functools.lru_cache(maxsize=256)  # contrasts of one analysis share ν and the level
 def t_quantile(q: float, nu: int) -> float:
     """The q-quantile of Student's t with ν (a positive integer) degrees of freedom.
 

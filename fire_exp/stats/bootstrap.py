@@ -269,9 +269,9 @@ def _intervals(dists: np.ndarray, estimates: list[float], level: float,
     with np.errstate(invalid="ignore"):
         low, high = np.percentile(dists, [100 * alpha, 100 * (1 - alpha)], axis=0)
         part = np.partition(dists, [0, lo_i, hi_i, b - 1], axis=0)
-        # Column by column: a reduction down axis 0 rounds differently with the width.
-        sd = np.array([np.std(np.ascontiguousarray(dists[:, j]))
-                       for j in range(dists.shape[1])])
+        # Along each column's own contiguous row: a reduction down axis 0 of the B x J
+        # matrix rounds differently with the width J.
+        sd = np.std(np.ascontiguousarray(dists.T), axis=1)
     out = []
     for j, (est, n) in enumerate(zip(estimates, n_tasks, strict=True)):
         # Interpolating between two infinite resamples (zero denominators) gives NaN: inf.
