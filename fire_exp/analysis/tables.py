@@ -58,7 +58,7 @@ from fire_exp.analysis.suite import (
 from fire_exp.errors import InputError
 from fire_exp.stats import (
     BootstrapInterval,
-    aggregate_tasks,
+    CohortAggregates,
     child_rng,
     holm,
     improvement_counts,
@@ -82,11 +82,6 @@ def _role(plan: AnalysisPlan, contrast: str, cohort: str) -> str:
     if contrast == plan.primary.contrast:
         return "primary" if cohort == plan.primary.cohort else "supportive"
     return "secondary"
-
-
-def _attempts_k(att: pd.DataFrame) -> int:
-    """K: the most attempts any task has under any arm (the panel's attempts per task)."""
-    return int(att.groupby(["task", "arm"]).size().max())
 
 
 @dataclass(frozen=True)
@@ -155,15 +150,14 @@ def _scope(keys: tuple[str, ...], cohort: str) -> str:
     return f"{'/'.join(keys) or 'primary'}:{cohort}"
 
 
-def _cohort_columns(plan: AnalysisPlan, att: pd.DataFrame, cohort: str,
+def _cohort_columns(plan: AnalysisPlan, aggs: CohortAggregates, cohort: str,
                     keys: tuple[str, ...], notes: list[str],
                     boot: SharedBootstrap) -> _Cohort | None:
     """A cohort's aggregates; asks ``boot`` for its arms, contrasts and cost ratios."""
-    sub = cohort_attempts(att, cohort)
-    if sub.empty:
+    agg = aggs.of(cohort)
+    if agg.empty:
         notes.append(f"cohort '{cohort}': no attempts; skipped")
         return None
-    agg = aggregate_tasks(sub)
     arms = sorted(agg["arm"].unique())
     tasks, (rate, cost, succ, n) = task_matrices(
         agg, ("pass_rate", "cost_usd", "successes", "attempts"), arms)
@@ -253,9 +247,9 @@ def _contrast_frame(rows: list[Row]) -> pd.DataFrame:
     return frame[CONTRAST_LEADING_COLUMNS + rest]
 
 
-def _cohorts(plan: AnalysisPlan, att: pd.DataFrame, keys: tuple[str, ...],
+def _cohorts(plan: AnalysisPlan, aggs: CohortAggregates, keys: tuple[str, ...],
              notes: list[str], boot: SharedBootstrap) -> list[_Cohort]:
-    found = [_cohort_columns(plan, att, cohort, keys, notes, boot) for cohort in plan.cohorts]
+    found = [_cohort_columns(plan, aggs, cohort, keys, notes, boot) for cohort in plan.cohorts]
     return [c for c in found if c is not None]
 
 
@@ -382,19 +376,20 @@ def analyze(source: str | Path | pd.DataFrame | LoadedAttempts | RunInputs,
     if att.empty:
         raise InputError(loaded.source, "<attempts>", "no finished, valid attempt to analyse",
                          "wait for the first attempt to finish")
-    k = _attempts_k(att)
+    aggs = CohortAggregates(att)  # every attempt grouped by (cohort, task, arm) once
+    k = int(aggs.of("all")["attempts"].max())  # K: the most attempts of a task under an arm
     boot = SharedBootstrap(plan, att)
-    primary = _cohorts(plan, att, (), notes, boot)
+    primary = _cohorts(plan, aggs, (), notes, boot)
     sens_att = att[~att["infrastructure_failure"].astype(bool)]
     sensitive = plan.missing_data.sensitivity == "exclude"
     if sensitive and len(sens_att) == len(att):
         notes.append("sensitivity analysis: no infrastructure failures; identical to primary")
-    sens = _cohorts(plan, sens_att, ("sensitivity",), [], boot) \
+    sens = _cohorts(plan, CohortAggregates(sens_att), ("sensitivity",), [], boot) \
         if sensitive and len(sens_att) < len(att) else None
     order = arms_in_order(att["arm"].unique())
     main = main_cohort(plan, att)
     suite = Suite(plan, cohort_attempts(att, suite_cohort(plan, main)), order,
-                  reference_arm(plan, order), suite_cohort(plan, main), k)
+                  reference_arm(plan, order), suite_cohort(plan, main), k, aggs)
     planned = {n for c in primary if c.name == suite.cohort for n in c.usable}
     boot.add(SUITE_SCOPE, suite.cohort, suite_columns(suite, planned))
     boot.add(RELIABILITY_SCOPE, suite.cohort, reliability_columns(suite))
@@ -412,7 +407,7 @@ def analyze(source: str | Path | pd.DataFrame | LoadedAttempts | RunInputs,
     status = run_status(inputs.records, inputs.prereg)
     errors = errors_frame(att, loaded.superseded)
     near_miss = near_miss_frame(att, loaded.families, order, main)
-    tasks = tasks_frame(att)
+    tasks = tasks_frame(att, aggs)
     accounting = accounting_frame(loaded, inputs.records, inputs.prereg, order)
     ablation = ablation_contrasts(loaded, plan)
     # From here on the tables read the resamples.

@@ -4,7 +4,12 @@ The task is the unit of inference; every function that draws takes ``rng=`` (a c
 stream from :mod:`fire_exp.stats.seeds`).
 """
 
-from fire_exp.stats.aggregate import aggregate_tasks, task_matrices, task_matrix
+from fire_exp.stats.aggregate import (
+    CohortAggregates,
+    aggregate_tasks,
+    task_matrices,
+    task_matrix,
+)
 from fire_exp.stats.bootstrap import (
     BootstrapInterval,
     Distributions,
@@ -36,6 +41,7 @@ from fire_exp.stats.permutation import SignFlipResult, lattice_resolution, sign_
 from fire_exp.stats.seeds import child_rng, child_seed_sequence, stable_hash32
 
 __all__ = [
+    "CohortAggregates",
     "BootstrapInterval",
     "Distributions",
     "ImprovementCounts",

@@ -7,7 +7,7 @@ from collections.abc import Sequence
 import numpy as np
 import pandas as pd
 
-__all__ = ["aggregate_tasks", "task_matrices", "task_matrix"]
+__all__ = ["CohortAggregates", "aggregate_tasks", "task_matrices", "task_matrix"]
 
 _REQUIRED = ("task", "arm", "passed", "reward")
 
@@ -51,6 +51,41 @@ def aggregate_tasks(frame: pd.DataFrame, by: Sequence[str] = ("task", "arm")) ->
     }).reset_index()
     out.insert(len(by) + 2, "pass_rate", out["successes"] / out["attempts"])
     return out
+
+
+class CohortAggregates:
+    """``aggregate_tasks`` of each cohort of one attempts frame, grouped once.
+
+    Group sums run over the same rows in the same order as grouping each cohort's attempts
+    alone, so every aggregate is the same number.
+
+    Args:
+        attempts: scored attempts with a ``cohort`` column.
+    """
+
+    def __init__(self, attempts: pd.DataFrame) -> None:
+        self._attempts = attempts
+        self.by_cohort = aggregate_tasks(attempts, by=("cohort", "task", "arm"))
+        """One row per (cohort, task, arm)."""
+        self._of: dict[str, pd.DataFrame] = {}
+
+    def rows_of(self, cohort: str) -> pd.DataFrame:
+        """The (cohort, task, arm) rows of one cohort (``all``: every row)."""
+        agg = self.by_cohort
+        return agg if cohort == "all" else agg[agg["cohort"] == cohort]
+
+    def of(self, cohort: str) -> pd.DataFrame:
+        """One row per (task, arm) of a cohort's attempts (``all``: of every attempt), as
+        ``aggregate_tasks`` gives them (computed once per cohort)."""
+        if cohort not in self._of:
+            agg = self.rows_of(cohort)
+            if cohort == "all":
+                agg = agg.sort_values(["task", "arm"], kind="stable")
+            if cohort == "all" and agg.duplicated(["task", "arm"]).any():
+                self._of[cohort] = aggregate_tasks(self._attempts)  # a task in two cohorts
+            else:
+                self._of[cohort] = agg.drop(columns="cohort").reset_index(drop=True)
+        return self._of[cohort]
 
 
 def task_matrix(agg: pd.DataFrame, value: str, arms: Sequence[str],
