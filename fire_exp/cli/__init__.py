@@ -84,3 +84,6 @@ def main(argv: list[str] | None = None) -> int:
     except (FireExpError, OSError) as exc:  # OSError: permissions, a full disk, ...
         print(error_line(name, exc), file=sys.stderr)
         return 2
+    except KeyboardInterrupt:  # Ctrl-C: one line, the shell's status for SIGINT
+        print(f"fire-exp {name}: interrupted", file=sys.stderr)
+        return 130

@@ -232,3 +232,15 @@ def test_csv_cells_keep_their_meaning_whichever_reader_path_parses_them(tmp_path
                                          "t1,sham,0,eligible,false,0,0.5\n", header, "b.csv"))
     assert list(typed.attempts["passed"]) == [True, False]
     assert list(typed.attempts["cost_usd"]) == [0.25, 0.5]
+
+
+def test_ctrl_c_during_a_command_is_one_line_and_status_130(
+        monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    import fire_exp.cli.analyze as command
+
+    def interrupted(argv: list[str]) -> int:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(command, "main", interrupted)
+    assert cli(["analyze", "attempts.csv"]) == 130
+    assert capsys.readouterr().err == "fire-exp analyze: interrupted\n"
