@@ -75,7 +75,10 @@ def in_child(compute: Callable[[], np.ndarray],
              shape: tuple[int, ...]) -> Callable[[], np.ndarray]:
     """Start ``compute`` (returning a float array of ``shape``) in a forked child when
     that is safe, else run it now; either way the returned callable gives the array."""
-    if not can_fork():
-        value = compute()
-        return lambda: value
-    return _Child(compute, shape)
+    if can_fork():
+        try:
+            return _Child(compute, shape)
+        except OSError:  # no process or memory to fork with: compute here
+            pass
+    value = compute()
+    return lambda: value

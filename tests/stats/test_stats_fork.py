@@ -92,3 +92,15 @@ def test_no_fork_while_another_thread_runs():
     finally:
         stop.set()
         worker.join()
+
+
+def test_a_fork_that_fails_computes_here(monkeypatch):
+    import fire_exp.stats._fork as fork
+
+    def no_fork() -> int:
+        raise BlockingIOError(11, "Resource temporarily unavailable")
+
+    monkeypatch.setattr(fork, "can_fork", lambda: True)
+    monkeypatch.setattr(fork.os, "fork", no_fork)
+    parent = os.getpid()
+    assert in_child(lambda: np.array([float(os.getpid())]), (1,))()[0] == parent
