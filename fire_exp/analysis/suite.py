@@ -23,7 +23,6 @@ from fire_exp.analysis.plan import AnalysisPlan
 from fire_exp.stats import (
     BootstrapInterval,
     CohortAggregates,
-    aggregate_tasks,
     child_rng,
     improvement_counts,
     sign_flip_test,
@@ -51,7 +50,7 @@ class Suite:
         reference: the arm the others are compared with.
         cohort: the suite cohort's name.
         k: attempts per task and arm (the one K of every table).
-        aggregates: the analysis's per-cohort aggregates (None: grouped here).
+        aggregates: the analysis's per-cohort aggregates (every attempt, grouped once).
     """
 
     plan: AnalysisPlan
@@ -60,21 +59,18 @@ class Suite:
     reference: str
     cohort: str
     k: int
-    aggregates: CohortAggregates | None = None
+    aggregates: CohortAggregates
 
     @cached_property
     def tasks(self) -> pd.DataFrame:
-        """Per (task, arm) aggregates of the suite cohort (computed once)."""
-        if self.aggregates is not None:
-            return self.aggregates.of(self.cohort)
-        return aggregate_tasks(self.attempts)
+        """Per (task, arm) aggregates of the suite cohort."""
+        return self.aggregates.of(self.cohort)
 
     @cached_property
     def pass_all(self) -> pd.DataFrame:
         """Per (cohort, task), one column per arm: 1.0 when the arm passed all K attempts,
         0.0 when not, NaN where it has fewer than K attempts (computed once)."""
-        agg = aggregate_tasks(self.attempts, by=("cohort", "task", "arm")) \
-            if self.aggregates is None else self.aggregates.rows_of(self.cohort)
+        agg = self.aggregates.rows_of(self.cohort)
         agg = agg[agg["attempts"] == self.k]
         pa = agg.assign(pass_all=(agg["successes"] == self.k).astype(float))
         return pa.pivot_table(index=["cohort", "task"], columns="arm", values="pass_all",
@@ -189,10 +185,8 @@ def suite_transitions_frame(s: Suite) -> tuple[pd.DataFrame, int]:
     return pd.DataFrame(blocks), left_out
 
 
-def tasks_frame(attempts: pd.DataFrame,
-                aggregates: CohortAggregates | None = None) -> pd.DataFrame:
+def tasks_frame(aggregates: CohortAggregates) -> pd.DataFrame:
     """Every (cohort, task, arm): attempts, successes, pass rate, cost and agent time."""
-    agg = aggregate_tasks(attempts, by=("cohort", "task", "arm")) if aggregates is None \
-        else aggregates.by_cohort
+    agg = aggregates.by_cohort
     return agg[["cohort", "task", "arm", "attempts", "successes", "pass_rate", "cost_usd",
                 "agent_seconds"]].reset_index(drop=True)

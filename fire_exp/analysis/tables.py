@@ -407,7 +407,7 @@ def analyze(source: str | Path | pd.DataFrame | LoadedAttempts | RunInputs,
     status = run_status(inputs.records, inputs.prereg)
     errors = errors_frame(att, loaded.superseded)
     near_miss = near_miss_frame(att, loaded.families, order, main)
-    tasks = tasks_frame(att, aggs)
+    tasks = tasks_frame(aggs)
     accounting = accounting_frame(loaded, inputs.records, inputs.prereg, order)
     ablation = ablation_contrasts(loaded, plan)
     # From here on the tables read the resamples.

@@ -71,11 +71,12 @@ def _stop(pid: int) -> None:
         pass
 
 
-def in_child(compute: Callable[[], np.ndarray],
-             shape: tuple[int, ...]) -> Callable[[], np.ndarray]:
+def in_child(compute: Callable[[], np.ndarray], shape: tuple[int, ...], *,
+             fork: bool = True) -> Callable[[], np.ndarray]:
     """Start ``compute`` (returning a float array of ``shape``) in a forked child when
-    that is safe, else run it now; either way the returned callable gives the array."""
-    if can_fork():
+    ``fork`` is asked and that is safe, else run it now; either way the returned callable
+    gives the array."""
+    if fork and can_fork():
         try:
             return _Child(compute, shape)
         except OSError:  # no process or memory to fork with: compute here

@@ -395,17 +395,12 @@ def start_bootstrap_distributions(
 
     if background is None:
         background = n * t >= _PARALLEL_WORK
-    sums = in_child(draw, (n, fixed.shape[1])) if background else _now(draw)
+    sums = in_child(draw, (n, fixed.shape[1]), fork=background)
 
     def finish(raw: np.ndarray) -> Distributions:
         return _distributions(raw / scale, fixed.sum(axis=0) / scale, slots, ratios)
 
     return PendingDistributions(finish, sums)
-
-
-def _now(draw: Callable[[], np.ndarray]) -> Callable[[], np.ndarray]:
-    done = draw()
-    return lambda: done
 
 
 def _distributions(sums: np.ndarray, observed: np.ndarray,
