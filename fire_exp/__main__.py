@@ -1,5 +1,5 @@
 """``python -m fire_exp`` is the ``fire-exp`` command."""
 
-from fire_exp.cli import main
+from fire_exp.cli import console
 
-raise SystemExit(main())
+console()

@@ -9,12 +9,15 @@ others take ordinary options (``--help``).
 from __future__ import annotations
 
 import errno
+import gc
 import importlib
 import sys
+from collections.abc import Callable
+from typing import NoReturn
 
 from fire_exp.errors import FireExpError
 
-__all__ = ["COMMANDS", "error_line", "main"]
+__all__ = ["COMMANDS", "console", "error_line", "main"]
 
 # command -> (module, one-line help)
 COMMANDS: dict[str, tuple[str, str]] = {
@@ -64,7 +67,37 @@ def error_line(command: str, exc: BaseException) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Entry point of the ``fire-exp`` console script."""
+    """Entry point of the ``fire-exp`` command (``console`` is the installed script)."""
+    return _dispatch(argv, lambda: None)
+
+
+def console() -> NoReturn:
+    """The ``fire-exp`` console script and ``python -m fire_exp``: ``main`` in a process
+    that ends with it.
+
+    Start-up (the command's module, and numpy, pandas and pydantic under it) allocates
+    about a million objects that live until exit and holds no garbage, so the collector
+    is off while it imports; the survivors are then frozen out of every later collection
+    and the collector runs as usual for the command. At exit, freezing the heap spares
+    the interpreter a last collection over all of it. Together about 70 ms of a 0.5 s
+    ``analyze``; atexit handlers still run and open files are still closed. (``main``
+    leaves the collector alone: tests call it many times in one process.)
+    """
+    gc.disable()
+    try:
+        status = _dispatch(None, _started)
+    finally:
+        gc.enable()
+    gc.freeze()
+    sys.exit(status)
+
+
+def _started() -> None:
+    gc.freeze()  # what start-up loaded lives until exit: never scanned again
+    gc.enable()
+
+
+def _dispatch(argv: list[str] | None, started: Callable[[], None]) -> int:
     args = list(sys.argv[1:] if argv is None else argv)
     if not args or args[0] in {"-h", "--help", "help"}:
         print(_usage())
@@ -80,6 +113,7 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     try:
         module = importlib.import_module(COMMANDS[name][0])
+        started()
         return int(module.main(rest) or 0)
     except (FireExpError, OSError) as exc:  # OSError: permissions, a full disk, ...
         print(error_line(name, exc), file=sys.stderr)

@@ -14,7 +14,9 @@ import argparse
 import sys
 from pathlib import Path
 
+from fire_exp.analysis import analyze
 from fire_exp.errors import InputError
+from fire_exp.report.render import DATA_DIR, default_out, summary_markdown, write_tables
 
 __all__ = ["main"]
 
@@ -29,9 +31,6 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--merge-runs", action="store_true",
                         help="pool the attempts of several runs in one file (else refused)")
     args = parser.parse_args(argv)
-
-    from fire_exp.analysis import analyze
-    from fire_exp.report.render import DATA_DIR, default_out, summary_markdown, write_tables
 
     if args.out is not None and args.out.exists() and not args.out.is_dir():
         raise InputError(args.out, "--out", "is a file, not a folder",

@@ -1,6 +1,8 @@
 import csv
 import json
 import shutil
+import subprocess
+import sys
 
 import numpy as np
 import pytest
@@ -99,6 +101,21 @@ def test_run_folder_uses_the_plan_frozen_with_it(tmp_path, capsys):
     assert "given; it DIFFERS FROM the plan frozen with the run" in capsys.readouterr().out
     other = json.loads((tmp_path / "b" / "metadata.json").read_text())
     assert other["plan"] == "default" and other["plan_matches_frozen"] is False
+
+
+def test_the_command_as_a_process_writes_what_main_writes(tmp_path):
+    """``python -m fire_exp`` (the console entry, which freezes the heap before exiting):
+    main's exit status, its whole output through a pipe, the same tables as in-process."""
+    done = subprocess.run([sys.executable, "-m", "fire_exp", "analyze", str(FIXTURE), "--out",
+                           str(tmp_path / "proc")], capture_output=True, text=True, cwd=REPO)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.rstrip().endswith(f"tables written to {tmp_path / 'proc'}")
+    assert main([str(FIXTURE), "--out", str(tmp_path / "here")]) == 0
+    for name in ("contrasts.csv", "pass_rates.md", "tasks.csv"):
+        assert (tmp_path / "proc" / name).read_bytes() == (tmp_path / "here" / name).read_bytes()
+    wrong = subprocess.run([sys.executable, "-m", "fire_exp", "analyse"], capture_output=True,
+                           text=True, cwd=REPO)
+    assert wrong.returncode == 2 and "unknown command 'analyse'" in wrong.stderr
 
 
 def test_bad_input_is_one_line_exit_2(tmp_path, capsys):
