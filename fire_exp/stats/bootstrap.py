@@ -257,6 +257,29 @@ def _check_level(confidence_level: float) -> None:
         raise ValueError(f"confidence_level must be in (0, 1), got {confidence_level!r}")
 
 
+def _percentiles(part: np.ndarray, qs: np.ndarray) -> np.ndarray:
+    """``np.percentile(x, 100 * qs, axis=0)`` (linear method) of a B x J matrix ``part``
+    already partitioned at ``_percentile_ranks(B, qs)``: numpy's arithmetic step by step,
+    so the values are the same to the bit (tested), without a partition of its own."""
+    b = part.shape[0]
+    virtual = (b - 1) * qs
+    below = np.floor(virtual)
+    gamma = (virtual - below)[:, None]
+    lower, upper = _percentile_ranks(b, qs)
+    a, c = part[lower], part[upper]
+    diff = c - a
+    out = a + diff * gamma
+    np.subtract(c, diff * (1 - gamma), out=out, where=gamma >= 0.5)
+    out[:, np.isnan(part[b - 1])] = np.nan  # NaN sorts last: a column holding one is NaN
+    return out
+
+
+def _percentile_ranks(b: int, qs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The order statistics (0-based) that the linear percentiles ``qs`` of B values read."""
+    lower = np.floor((b - 1) * qs).astype(np.intp)
+    return lower, np.minimum(lower + 1, b - 1)
+
+
 def _intervals(dists: np.ndarray, estimates: list[float], level: float,
                n_tasks: list[int]) -> list[BootstrapInterval]:
     """Percentile intervals of every column of ``dists`` (B x J) in one pass."""
@@ -266,9 +289,12 @@ def _intervals(dists: np.ndarray, estimates: list[float], level: float,
     half = _Z95 * np.sqrt(b * alpha * (1 - alpha))
     lo_i = int(max(0, np.floor(b * alpha - half)))
     hi_i = int(min(b - 1, np.ceil(b * alpha + half)))
+    qs = np.array([100 * alpha, 100 * (1 - alpha)]) / 100  # as np.percentile divides
+    # One partition serves the percentiles, the MC band and the extremes.
+    kth = np.unique(np.concatenate([[0, lo_i, hi_i, b - 1], *_percentile_ranks(b, qs)]))
     with np.errstate(invalid="ignore"):
-        low, high = np.percentile(dists, [100 * alpha, 100 * (1 - alpha)], axis=0)
-        part = np.partition(dists, [0, lo_i, hi_i, b - 1], axis=0)
+        part = np.partition(dists, kth, axis=0)
+        low, high = _percentiles(part, qs)
         # Along each column's own contiguous row: a reduction down axis 0 of the B x J
         # matrix rounds differently with the width J.
         sd = np.std(np.ascontiguousarray(dists.T), axis=1)

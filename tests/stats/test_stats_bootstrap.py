@@ -167,3 +167,26 @@ def test_blocks_drawn_in_parallel_threads_give_the_same_sums():
     serial = _block_sums(fixed, 777, blocks(), None, workers=1)
     threaded = _block_sums(fixed, 777, blocks(), 13, workers=2)
     assert np.array_equal(serial, threaded) and serial.any()
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.integers(1, 3000), st.integers(1, 6), st.sampled_from([0.5, 0.8, 0.9, 0.95, 0.99]),
+       st.integers(0, 2**32 - 1))
+def test_percentiles_from_the_shared_partition_equal_numpys(b, j, level, seed):
+    """The interval ends read off the one partition are np.percentile's, to the bit, with
+    ties (a coarse lattice), infinite resamples and a NaN column."""
+    from fire_exp.stats.bootstrap import _percentile_ranks, _percentiles
+
+    gen = np.random.default_rng(seed)
+    x = np.round(gen.normal(size=(b, j)), int(gen.integers(0, 4)))
+    x[gen.random((b, j)) < 0.05] = np.inf
+    if j > 1:
+        x[gen.integers(b), 1] = np.nan
+    alpha = (1 - level) / 2
+    qs = np.array([100 * alpha, 100 * (1 - alpha)]) / 100
+    part = np.partition(x, np.unique(np.concatenate([[0, b - 1], *_percentile_ranks(b, qs)])),
+                        axis=0)
+    with np.errstate(invalid="ignore"):
+        ours = _percentiles(part, qs)
+        ref = np.percentile(x, [100 * alpha, 100 * (1 - alpha)], axis=0)
+    assert np.array_equal(ours, ref, equal_nan=True)
