@@ -28,7 +28,8 @@ from fire_exp.stats import (
     sign_flip_test,
     task_matrices,
     task_matrix,
-    transition_table,
+    transition_counts,
+    transition_labels,
 )
 
 __all__ = ["SUITE_SCOPE", "TIMEOUT_CAUSES", "Suite", "suite_columns", "suite_frame",
@@ -172,16 +173,17 @@ def suite_transitions_frame(s: Suite) -> tuple[pd.DataFrame, int]:
     """Per arm: tasks by successes out of K under the reference (``from``) and the arm
     (columns ``0/K`` … ``K/K``); returns the frame and the most tasks left out of an arm
     for lacking K attempts in one of the two arms."""
-    labels = [f"{i}/{s.k}" for i in range(s.k + 1)]
+    labels = transition_labels(s.k)
     agg = s.tasks
     blocks, left_out = [], 0
     for arm in [a for a in s.arms if a != s.reference]:
         _, (succ, n) = task_matrices(agg, ("successes", "attempts"), [s.reference, arm])
         full = (n[:, 0] == s.k) & (n[:, 1] == s.k)
         left_out = max(left_out, int((~full).sum()))
-        tt = transition_table(succ[full, 0], succ[full, 1], s.k)
+        counts = transition_counts(succ[full, 0], succ[full, 1], s.k)
         blocks += [{"arm": arm, "reference": s.reference, "from": label,
-                    **{c: int(tt.loc[label, c]) for c in labels}} for label in labels]
+                    **{c: int(n) for c, n in zip(labels, row, strict=True)}}
+                   for label, row in zip(labels, counts, strict=True)]
     return pd.DataFrame(blocks), left_out
 
 

@@ -67,7 +67,8 @@ from fire_exp.stats import (
     pass_curve,
     sign_flip_test,
     task_matrices,
-    transition_table,
+    transition_counts,
+    transition_labels,
 )
 
 __all__ = ["CONTRAST_LEADING_COLUMNS", "analyze"]
@@ -99,8 +100,33 @@ class _Cohort:
     attempts: np.ndarray
 
 
+@dataclass(frozen=True)
+class _Transitions:
+    """A contrast's transition counts in long form, one entry per (comparator, arm) cell,
+    row by row."""
+
+    contrast: str
+    cohort: str
+    comparator: np.ndarray
+    arm: np.ndarray
+    n_tasks: np.ndarray
+
+
+def _transitions_frame(parts: list[_Transitions]) -> pd.DataFrame:
+    """Every contrast's transitions in one frame (built once, not concatenated)."""
+    if not parts:
+        return pd.DataFrame()
+    sizes = [p.n_tasks.size for p in parts]
+    return pd.DataFrame({
+        "contrast": np.repeat(np.array([p.contrast for p in parts], dtype=object), sizes),
+        "cohort": np.repeat(np.array([p.cohort for p in parts], dtype=object), sizes),
+        "comparator": np.concatenate([p.comparator for p in parts]),
+        "arm": np.concatenate([p.arm for p in parts]),
+        "n_tasks": np.concatenate([p.n_tasks for p in parts])})
+
+
 def _contrast_row(plan: AnalysisPlan, name: str, c: _Cohort, keys: tuple[str, ...], k: int,
-                  ) -> tuple[Row, pd.DataFrame]:
+                  ) -> tuple[Row, _Transitions]:
     """A contrast's row without its bootstrap interval (``_with_interval`` adds it) and its
     transitions: the tests run while the resamples are still being drawn."""
     a, b = parse_contrast(name)
@@ -128,13 +154,10 @@ def _contrast_row(plan: AnalysisPlan, name: str, c: _Cohort, keys: tuple[str, ..
            "pass_a_pct": 100 * float(np.mean(rate[ok, 0])),
            "pass_b_pct": 100 * float(np.mean(rate[ok, 1])), "flag": "; ".join(flags)}
     full = ok & (n[:, 0] == k) & (n[:, 1] == k)
-    tt = transition_table(succ[full, 1], succ[full, 0], k)
-    counts = tt.to_numpy()
-    trans = pd.DataFrame({  # long form, one row per (comparator, arm) cell, row by row
-        "contrast": name, "cohort": cohort,
-        "comparator": np.repeat(tt.index.to_numpy(), counts.shape[1]),
-        "arm": np.tile(tt.columns.to_numpy(), counts.shape[0]), "n_tasks": counts.ravel()})
-    return row, trans
+    counts = transition_counts(succ[full, 1], succ[full, 0], k)
+    labels = np.array(transition_labels(k), dtype=object)
+    return row, _Transitions(name, cohort, np.repeat(labels, k + 1), np.tile(labels, k + 1),
+                             counts.ravel())
 
 
 def _with_interval(row: Row, bi: BootstrapInterval) -> Row:
@@ -191,7 +214,7 @@ class _CohortRows:
 
     cohort: _Cohort
     rows: list[Row]
-    trans: list[pd.DataFrame]
+    trans: list[_Transitions]
     arm_rows: list[Row]
 
 
@@ -208,10 +231,14 @@ def _cohort_tests(plan: AnalysisPlan, c: _Cohort, keys: tuple[str, ...], k: int,
         for r, p in zip(secondary, holm([r["p_value"] for r in secondary]), strict=True):
             r["p_holm"] = float(p)
     arm_rows = []
+    # Each arm's rows of the cohort's (task, arm) aggregates, as arrays in the frame's order.
+    of_arm = c.agg["arm"].to_numpy()
+    col = {field: c.agg[field].to_numpy() for field in ("attempts", "successes", "mean_reward",
+                                                        "cost_usd", "agent_seconds")}
     for arm in c.arms:
-        g = c.agg[c.agg["arm"] == arm]
+        g = {field: v[of_arm == arm] for field, v in col.items()}
         curve = pass_curve(g["attempts"].astype(int), g["successes"].astype(int))
-        arm_rows.append({"cohort": c.name, "arm": arm, "n_tasks": len(g),
+        arm_rows.append({"cohort": c.name, "arm": arm, "n_tasks": len(g["attempts"]),
                          "attempts": int(g["attempts"].sum()),
                          "successes": int(g["successes"].sum()),
                          "pass_rate_pct": np.nan, "ci_low_pct": np.nan, "ci_high_pct": np.nan,
@@ -226,7 +253,7 @@ def _cohort_tests(plan: AnalysisPlan, c: _Cohort, keys: tuple[str, ...], k: int,
 
 
 def _cohort_intervals(part: _CohortRows, results: BootstrapResults,
-                      ) -> tuple[list[Row], list[pd.DataFrame], list[Row]]:
+                      ) -> tuple[list[Row], list[_Transitions], list[Row]]:
     """A cohort's rows with their bootstrap intervals (waits for the resamples)."""
     boot = results.scope(part.cohort.scope)
     rows = [_with_interval(r, boot[f"contrast:{r['contrast']}"]) for r in part.rows]
@@ -254,9 +281,9 @@ def _cohorts(plan: AnalysisPlan, aggs: CohortAggregates, keys: tuple[str, ...],
 
 
 def _run_cohorts(parts: list[_CohortRows], results: BootstrapResults,
-                 ) -> tuple[pd.DataFrame, list[pd.DataFrame], list[Row]]:
+                 ) -> tuple[pd.DataFrame, list[_Transitions], list[Row]]:
     rows: list[Row] = []
-    trans: list[pd.DataFrame] = []
+    trans: list[_Transitions] = []
     arms: list[Row] = []
     for part in parts:
         r, t, a = _cohort_intervals(part, results)
@@ -423,7 +450,7 @@ def analyze(source: str | Path | pd.DataFrame | LoadedAttempts | RunInputs,
     return AnalysisResult(
         pass_rates=pass_rates, contrasts=contrasts, sensitivity=sensitivity,
         interaction=_interaction_frame(plan, diffs, results),
-        transitions=pd.concat(trans, ignore_index=True) if trans else pd.DataFrame(),
+        transitions=_transitions_frame(trans),
         pass_k=pass_k, cost=cost, errors=errors,
         funnel=funnel, family_funnel=family_funnel,
         near_miss=near_miss,

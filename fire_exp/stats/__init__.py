@@ -27,6 +27,8 @@ from fire_exp.stats.contrasts import (
     InteractionResult,
     improvement_counts,
     interaction,
+    transition_counts,
+    transition_labels,
     transition_table,
 )
 from fire_exp.stats.mcnemar import (
@@ -74,5 +76,7 @@ __all__ = [
     "stable_hash32",
     "task_matrices",
     "task_matrix",
+    "transition_counts",
+    "transition_labels",
     "transition_table",
 ]

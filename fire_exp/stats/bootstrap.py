@@ -268,7 +268,7 @@ def _percentiles(part: np.ndarray, qs: np.ndarray) -> np.ndarray:
     lower, upper = _percentile_ranks(b, qs)
     a, c = part[lower], part[upper]
     diff = c - a
-    out = a + diff * gamma
+    out: np.ndarray = a + diff * gamma
     np.subtract(c, diff * (1 - gamma), out=out, where=gamma >= 0.5)
     out[:, np.isnan(part[b - 1])] = np.nan  # NaN sorts last: a column holding one is NaN
     return out

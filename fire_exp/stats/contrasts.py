@@ -218,12 +218,12 @@ def improvement_counts(a: ArrayLike, b: ArrayLike) -> ImprovementCounts:
     return ImprovementCounts(int(np.sum(x > y)), int(np.sum(x < y)), int(np.sum(x == y)))
 
 
-def transition_table(from_successes: ArrayLike, to_successes: ArrayLike, k: int,
-                     ) -> pd.DataFrame:
-    """(K+1) x (K+1) counts of tasks by successes out of K: rows the comparator (from),
-    columns the arm (to). Labels read ``"0/2"``, ``"1/2"``, ``"2/2"``.
+def transition_counts(from_successes: ArrayLike, to_successes: ArrayLike, k: int,
+                      ) -> np.ndarray:
+    """(K+1) x (K+1) counts of tasks by successes out of K: row i the comparator's (from)
+    i successes, column j the arm's (to) j.
 
-    >>> transition_table([0, 0, 2], [2, 1, 2], 2).to_numpy().tolist()
+    >>> transition_counts([0, 0, 2], [2, 1, 2], 2).tolist()
     [[0, 1, 1], [0, 0, 0], [0, 0, 1]]
     """
     f, t = np.asarray(from_successes), np.asarray(to_successes)
@@ -231,6 +231,22 @@ def transition_table(from_successes: ArrayLike, to_successes: ArrayLike, k: int,
         raise ValueError(f"successes must be paired counts in 0..{k}")
     table = np.zeros((k + 1, k + 1), dtype=np.int64)
     np.add.at(table, (f.astype(np.intp), t.astype(np.intp)), 1)
-    labels = [f"{i}/{k}" for i in range(k + 1)]
-    return pd.DataFrame(table, index=pd.Index(labels, name="from"),
-                        columns=pd.Index(labels, name="to"))
+    return table
+
+
+def transition_labels(k: int) -> list[str]:
+    """The labels of ``transition_counts``' rows and columns: ``"0/K"`` … ``"K/K"``."""
+    return [f"{i}/{k}" for i in range(k + 1)]
+
+
+def transition_table(from_successes: ArrayLike, to_successes: ArrayLike, k: int,
+                     ) -> pd.DataFrame:
+    """``transition_counts`` as a frame labelled ``"0/2"``, ``"1/2"``, ``"2/2"`` (index
+    ``from``, columns ``to``).
+
+    >>> transition_table([0, 0, 2], [2, 1, 2], 2).loc["0/2"].tolist()
+    [0, 1, 1]
+    """
+    labels = transition_labels(k)
+    return pd.DataFrame(transition_counts(from_successes, to_successes, k),
+                        index=pd.Index(labels, name="from"), columns=pd.Index(labels, name="to"))
