@@ -27,41 +27,47 @@ __all__ = ["RELIABILITY_SCOPE", "reliability_columns", "reliability_frame"]
 RELIABILITY_SCOPE = "reliability"
 
 
-def _per_replicate_pass1(att: pd.DataFrame, arm: str) -> dict[int, float]:
-    """pass^1 of each replicate of ``arm``: the mean over tasks of that replicate's pass."""
-    g = att[att["arm"] == arm]
-    return {int(r): float(x["passed"].astype(float).mean())
-            for r, x in g.groupby("replicate", sort=True)}
+class _PassAll:
+    """``Suite.pass_all`` as arrays: per (cohort, task) row, each arm's 1.0 (passed all K),
+    0.0, or NaN (fewer than K attempts)."""
 
+    def __init__(self, table: pd.DataFrame) -> None:
+        self.columns = {str(arm): table[arm].to_numpy(dtype=float) for arm in table.columns}
+        self.strata = table.index.get_level_values(0).to_numpy()
+        self.tasks = table.index.get_level_values("task")
 
-def _paired_pass_all(table: pd.DataFrame, arm: str, reference: str) -> pd.DataFrame:
-    """Per (cohort, task) with K attempts in both arms: did each arm pass all K?"""
-    if arm not in table or reference not in table:
-        return pd.DataFrame(columns=[arm, reference])
-    return table[[arm, reference]].dropna().astype(bool)
+    def paired(self, arm: str, reference: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Rows with K attempts in both arms: (their mask, arm passed all, reference did)."""
+        if arm not in self.columns or reference not in self.columns:
+            none = np.zeros(0, dtype=bool)
+            return none, none, none
+        x, y = self.columns[arm], self.columns[reference]
+        ok = ~np.isnan(x) & ~np.isnan(y)
+        return ok, x[ok].astype(bool), y[ok].astype(bool)
 
 
 def reliability_columns(s: Suite) -> dict[str, pd.Series]:
     """Per arm but the reference: per task, pass^K of the arm minus the reference's (1, 0
     or −1), for the shared resamples."""
-    table = s.pass_all
+    table = _PassAll(s.pass_all)
     out = {}
     for arm in s.arms:
-        wide = _paired_pass_all(table, arm, s.reference)
-        if arm != s.reference and not wide.empty:
-            d = wide[arm].to_numpy(dtype=float) - wide[s.reference].to_numpy(dtype=float)
-            out[arm] = pd.Series(d, index=wide.index.get_level_values("task"))
+        ok, x, y = table.paired(arm, s.reference)
+        if arm != s.reference and x.size:
+            out[arm] = pd.Series(x.astype(float) - y.astype(float), index=table.tasks[ok])
     return out
 
 
-def _mcnemar(wide: pd.DataFrame, arm: str, reference: str) -> McNemarResult:
+def _mcnemar(table: _PassAll, arm: str, reference: str) -> McNemarResult:
     """b: tasks where only ``arm`` passed all K, c: only ``reference``, per cohort stratum;
     ``mcnemar_pooled`` sums them and runs the exact test."""
+    ok, x, y = table.paired(arm, reference)
+    strata = table.strata[ok] if ok.size else ok
     b, c = [], []
-    for stratum in sorted(set(wide.index.get_level_values(0))):
-        x, y = wide.loc[stratum, arm], wide.loc[stratum, reference]
-        b.append(int((x & ~y).sum()))
-        c.append(int((~x & y).sum()))
+    for stratum in sorted(set(strata)):
+        here = strata == stratum
+        b.append(int((x & ~y)[here].sum()))
+        c.append(int((~x & y)[here].sum()))
     return mcnemar_pooled(b or [0], c or [0])
 
 
@@ -73,25 +79,35 @@ def reliability_frame(s: Suite, pass_k: pd.DataFrame,
     ``boot``: the intervals of ``reliability_columns`` (the analysis's scope
     ``reliability``)."""
     att = s.attempts
-    table = s.pass_all
+    table = _PassAll(s.pass_all)
     pk = pass_k[pass_k["cohort"] == s.cohort]
+    hats: dict[str, dict[int, float]] = {}  # arm -> k -> pass^k (%)
+    first: dict[str, tuple[int, float]] = {}  # arm -> (n_tasks, consistency) of its curve
+    for arm, k, n, hat, consistency in zip(*(pk[c].tolist() for c in (
+            "arm", "k", "n_tasks", "pass_hat_k_pct", "consistency")), strict=True):
+        hats.setdefault(arm, {})[int(k)] = float(hat)
+        first.setdefault(arm, (int(n), float(consistency)))
     reps = sorted(int(r) for r in att["replicate"].unique())
+    # pass^1 of each (arm, replicate): the mean over tasks of that replicate's pass
+    trials = att["passed"].astype(float).groupby([att["arm"], att["replicate"]],
+                                                 observed=True, sort=True).mean()
+    per_arm: dict[str, dict[int, float]] = {}
+    for (arm, rep), value in trials.items():
+        per_arm.setdefault(str(arm), {})[int(rep)] = float(value)
     records = []
-    for arm in [a for a in s.arms if a in set(pk["arm"])]:
-        curve = pk[pk["arm"] == arm].set_index("k")
-        trial = _per_replicate_pass1(att, arm)
+    for arm in [a for a in s.arms if a in hats]:
+        hat, (n_tasks, consistency) = hats[arm], first[arm]
+        trial = per_arm.get(arm, {})
         values = np.array([trial[r] for r in reps if r in trial])
-        rec: dict[str, object] = {"arm": arm, "n_tasks": int(curve["n_tasks"].iloc[0])}
+        rec: dict[str, object] = {"arm": arm, "n_tasks": n_tasks}
         for k in range(1, s.k + 1):
-            rec[f"pass_hat_{k}_pct"] = float(curve["pass_hat_k_pct"].get(k, np.nan))
+            rec[f"pass_hat_{k}_pct"] = hat.get(k, np.nan)
         # An arm with fewer attempts on some task has a shorter curve: no pass^K to divide.
-        rec["consistency"] = float(curve["consistency"].iloc[0]) \
-            if int(curve.index.max()) == s.k else np.nan
+        rec["consistency"] = consistency if max(hat) == s.k else np.nan
         for r in reps:
             rec[f"pass1_replicate_{r}_pct"] = 100 * trial.get(r, np.nan)
         rec["pass1_pstd_pct"] = 100 * float(np.std(values, ddof=0)) if values.size else np.nan
-        wide = None if arm == s.reference else _paired_pass_all(table, arm, s.reference)
-        mc = None if wide is None else _mcnemar(wide, arm, s.reference)
+        mc = None if arm == s.reference else _mcnemar(table, arm, s.reference)
         dk = boot.get(arm)
         rec.update({"delta_pass_all_pp": 100 * dk.estimate if dk else np.nan,
                     "delta_ci_low_pp": 100 * dk.ci_low if dk else np.nan,
