@@ -15,6 +15,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import cached_property
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -98,17 +99,18 @@ def suite_columns(s: Suite, planned: set[str]) -> dict[str, pd.Series]:
     return out
 
 
-def _delta(s: Suite, contrasts: pd.DataFrame, arm: str,
+def _delta(s: Suite, planned: Mapping[str, dict[str, Any]], arm: str,
            boot: Mapping[str, BootstrapInterval]) -> dict[str, object]:
-    """The plan's contrast ``arm - reference`` if it has one, else an exploratory one."""
+    """The plan's contrast ``arm - reference`` if it has one (``planned``: the suite
+    cohort's contrast rows by name), else an exploratory one."""
     name = f"{arm} - {s.reference}"
-    hit = contrasts[(contrasts["contrast"] == name) & (contrasts["cohort"] == s.cohort)]
-    if not hit.empty:
-        r = hit.iloc[0]
+    r = planned.get(name)
+    if r is not None:
         return {"delta_pp": r["estimate_pp"], "delta_ci_low_pp": r["ci_low_pp"],
                 "delta_ci_high_pp": r["ci_high_pp"], "delta_p": r["p_value"],
                 "delta_p_method": r["p_method"], "delta_planned": True,
-                "improved": int(r["improved"]), "regressed": int(r["regressed"])}
+                "improved": int(r["improved"]),
+                "regressed": int(r["regressed"])}
     bi = boot.get(name)
     if bi is None:  # no task has both arms
         return _NO_DELTA | {"delta_planned": False}
@@ -131,11 +133,12 @@ _NO_DELTA = {"delta_pp": np.nan, "delta_ci_low_pp": np.nan, "delta_ci_high_pp": 
              "improved": np.nan, "regressed": np.nan}
 
 
-def _pass_k(pass_k: pd.DataFrame, cohort: str, arm: str, k: int) -> tuple[float, float]:
-    hit = pass_k[(pass_k["cohort"] == cohort) & (pass_k["arm"] == arm) & (pass_k["k"] == k)]
-    if hit.empty:
-        return float("nan"), float("nan")
-    return float(hit["pass_at_k_pct"].iloc[0]), float(hit["pass_hat_k_pct"].iloc[0])
+def _rows_by(frame: pd.DataFrame, cohort: str, key: str) -> dict[str, dict[str, Any]]:
+    """The rows of ``cohort`` in ``frame``, by their ``key`` column (first row wins)."""
+    rows: dict[str, dict[str, Any]] = {}
+    for row in frame[frame["cohort"] == cohort].to_dict("records"):
+        rows.setdefault(str(row[key]), row)
+    return rows
 
 
 def suite_frame(s: Suite, pass_rates: pd.DataFrame, cost: pd.DataFrame,
@@ -144,28 +147,41 @@ def suite_frame(s: Suite, pass_rates: pd.DataFrame, cost: pd.DataFrame,
     """Per arm: pass@1 with CI, Δ vs reference, pass@2, pass^2, terminations, cost, time.
 
     ``boot``: the intervals of ``suite_columns`` (the analysis's scope ``suite``)."""
-    pr = pass_rates[pass_rates["cohort"] == s.cohort].set_index("arm")
-    cost = cost[cost["cohort"] == s.cohort].set_index("arm")
+    pr, costs = _rows_by(pass_rates, s.cohort, "arm"), _rows_by(cost, s.cohort, "arm")
+    planned = _rows_by(contrasts, s.cohort, "contrast") if len(contrasts) else {}
+    two = pass_k[(pass_k["cohort"] == s.cohort) & (pass_k["k"] == 2)]
+    at_hat_2 = {arm: (float(at), float(hat)) for arm, at, hat in zip(
+        two["arm"].tolist(), two["pass_at_k_pct"].tolist(), two["pass_hat_k_pct"].tolist(),
+        strict=True)}
+    # Per attempt of the suite cohort, as arrays: each arm's counts are masks over them.
+    att = s.attempts
+    of_arm, task = att["arm"].to_numpy(), att["task"].to_numpy()
+    fired = att["funnel_fired"].to_numpy() == 1
+    gave_up = att["gave_up"].to_numpy(dtype=bool)
+    timeout = att["cause"].isin(TIMEOUT_CAUSES).to_numpy(dtype=bool)
+    crash = ((att["cause"] != "") & ~att["cause"].isin(TIMEOUT_CAUSES)).to_numpy(
+        dtype=bool, na_value=False)
     records = []
-    for arm in [a for a in s.arms if a in pr.index]:
-        g = s.attempts[s.attempts["arm"] == arm]
-        r = pr.loc[arm]
-        delta = _NO_DELTA if arm == s.reference else _delta(s, contrasts, arm, boot)
-        at2, hat2 = _pass_k(pass_k, s.cohort, arm, 2)
+    for arm in [a for a in s.arms if a in pr]:
+        mine = of_arm == arm
+        r = pr[arm]
+        delta = _NO_DELTA if arm == s.reference else _delta(s, planned, arm, boot)
+        at2, hat2 = at_hat_2.get(arm, (float("nan"), float("nan")))
         records.append({
-            "arm": arm, "n_tasks": int(r["n_tasks"]), "attempts": int(r["attempts"]),
+            "arm": arm, "n_tasks": int(r["n_tasks"]),
+            "attempts": int(r["attempts"]),
             "pass_at_1_pct": r["pass_rate_pct"], "ci_low_pct": r["ci_low_pct"],
             "ci_high_pct": r["ci_high_pct"],
             **{k: delta[k] for k in ("delta_pp", "delta_ci_low_pp", "delta_ci_high_pp",
                                      "delta_p", "delta_p_method", "delta_planned")},
             "pass_at_2_pct": at2, "pass_hat_2_pct": hat2,
             "improved": delta["improved"], "regressed": delta["regressed"],
-            "tasks_fired": int(g.loc[g["funnel_fired"] == 1, "task"].nunique()),
-            "gave_up": int(g["gave_up"].sum()),
-            "timeouts": int(g["cause"].isin(TIMEOUT_CAUSES).sum()),
-            "crashes": int(((g["cause"] != "") & ~g["cause"].isin(TIMEOUT_CAUSES)).sum()),
-            "total_cost_usd": float(cost.loc[arm, "total_cost_usd"]),
-            "mean_agent_seconds": float(cost.loc[arm, "mean_agent_seconds"])})
+            "tasks_fired": len(set(task[mine & fired])),
+            "gave_up": int(gave_up[mine].sum()),
+            "timeouts": int(timeout[mine].sum()),
+            "crashes": int(crash[mine].sum()),
+            "total_cost_usd": float(costs[arm]["total_cost_usd"]),
+            "mean_agent_seconds": float(costs[arm]["mean_agent_seconds"])})
     return pd.DataFrame(records)
 
 
