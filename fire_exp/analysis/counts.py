@@ -8,7 +8,7 @@ import pandas as pd
 
 from fire_exp.analysis.arms import cohort_attempts
 
-__all__ = ["errors_frame", "funnel_frames", "near_miss_counts", "near_miss_frame",
+__all__ = ["errors_frame", "funnel_frames", "grouped_counts", "near_miss_frame",
            "pass_k_frame"]
 
 Row = dict[str, Any]
@@ -25,22 +25,55 @@ def pass_k_frame(arm_rows: list[Row]) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
+_FUNNEL = ("funnel_state", "funnel_fired", "funnel_behavior", "funnel_passed")  # attempts
+_FAMILY = ("state", "fired", "behavior", "passed")  # a family's rows (``families``)
+_STAGES = ("attempts", "state", "fired", "behavior", "coded", "passed")
+_NEAR_MISS = ("passed_in_state", "near_miss", "uncoded", "near_miss_pct")
+
+
+def grouped_counts(frame: pd.DataFrame, keys: list[str], columns: tuple[str, str, str, str],
+                   ) -> list[Row]:
+    """Per group of ``keys`` (sorted; groups that occur): the funnel's counts (attempts, in
+    the risky state, fired, registered behavior, coded, passed) and seed 000's near-miss.
+
+    ``columns``: the state, fired, behavior and passed columns (1 = yes; behavior NaN =
+    uncoded). A near-miss is a pass in the risky state without the registered behavior;
+    its rate is over every pass in the state (uncoded behavior counts in the denominator;
+    0 when no attempt passed in the state). One group-by over indicator columns.
+    """
+    state_c, fired_c, beh_c, passed_c = columns
+    beh = frame[beh_c]
+    state, passed = frame[state_c] == 1, frame[passed_c] == 1
+    pis = passed & state
+    flags = pd.DataFrame({"attempts": 1, "state": state, "fired": frame[fired_c] == 1,
+                          "behavior": beh == 1, "coded": beh.notna(), "passed": passed,
+                          "passed_in_state": pis, "near_miss": pis & (beh == 0),
+                          "uncoded": pis & beh.isna()}, index=frame.index)
+    sums = flags.groupby([frame[k] for k in keys], sort=True, observed=True).sum()
+    rows = []
+    for key, counts in zip(sums.index, sums.to_numpy().tolist(), strict=True):
+        row: Row = dict(zip(keys, key if len(keys) > 1 else (key,), strict=True))
+        row.update(zip(sums.columns, map(int, counts), strict=True))
+        row["near_miss_pct"] = 100 * row["near_miss"] / max(1, row["passed_in_state"])
+        rows.append(row)
+    return rows
+
+
+def _pick(row: Row, names: tuple[str, ...]) -> Row:
+    return {name: row[name] for name in names}
+
+
 def funnel_frames(att: pd.DataFrame, fam: pd.DataFrame, cohorts: list[str],
                   ) -> tuple[pd.DataFrame, pd.DataFrame]:
     """The funnel per cohort and arm, and per family and arm (attempt counts)."""
-    def counts(g: pd.DataFrame, state: str, fired: str, beh: str, passed: str) -> Row:
-        return {"attempts": len(g), "state": int((g[state] == 1).sum()),
-                "fired": int((g[fired] == 1).sum()), "behavior": int((g[beh] == 1).sum()),
-                "coded": int(g[beh].notna().sum()), "passed": int((g[passed] == 1).sum()),
-                "near_miss_pct": near_miss_counts(g, state, beh, passed)["near_miss_pct"]}
-    rows = []
-    for cohort in cohorts:
-        sub = cohort_attempts(att, cohort)
-        for arm, g in sub.groupby("arm", sort=True):
-            rows.append({"cohort": cohort, "arm": arm, **counts(
-                g, "funnel_state", "funnel_fired", "funnel_behavior", "funnel_passed")})
-    fam_rows = [{"family": f, "arm": arm, **counts(g, "state", "fired", "behavior", "passed")}
-                for (f, arm), g in fam.groupby(["family", "arm"], sort=True)]
+    rows = [{"cohort": cohort, "arm": r["arm"], **_pick(r, _STAGES),
+             "near_miss_pct": r["near_miss_pct"]}
+            for cohort in cohorts
+            for r in grouped_counts(cohort_attempts(att, cohort), ["arm"], _FUNNEL)]
+    fam_rows = [] if fam.empty else [
+        {"family": r["family"], "arm": r["arm"], **_pick(r, _STAGES),
+         "near_miss_pct": r["near_miss_pct"]}
+        for r in grouped_counts(fam, ["family", "arm"], _FAMILY)]
     return pd.DataFrame(rows), pd.DataFrame(fam_rows)
 
 
@@ -65,30 +98,18 @@ def errors_frame(att: pd.DataFrame, superseded: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(rows).fillna(0)
 
 
-def near_miss_counts(g: pd.DataFrame, state: str, beh: str, passed: str) -> dict[str, float]:
-    """Seed 000's near-miss among attempts ``g``: passes in the risky state without the
-    registered behavior, over every pass in the risky state (uncoded behavior counts in
-    the denominator; the rate is 0 when no attempt passed in the state)."""
-    pis = (g[passed] == 1) & (g[state] == 1)
-    near = int((pis & (g[beh] == 0)).sum())
-    n = int(pis.sum())
-    return {"passed_in_state": n, "near_miss": near,
-            "uncoded": int((pis & g[beh].isna()).sum()),
-            "near_miss_pct": 100 * near / max(1, n)}
-
-
 def near_miss_frame(attempts: pd.DataFrame, families: pd.DataFrame, arms: list[str],
                     cohort: str) -> pd.DataFrame:
     """Near-miss counts per arm on ``cohort`` (family ``all (COHORT)``), then per family
     and arm over all cohorts; arms in the order given."""
-    att = cohort_attempts(attempts, cohort)
-    records = [{"family": f"all ({cohort})", "arm": a, **near_miss_counts(
-        att[att["arm"] == a], "funnel_state", "funnel_behavior", "funnel_passed")}
-        for a in arms if (att["arm"] == a).any()]
-    for family in sorted(set(families["family"])) if not families.empty else []:
-        for a in arms:
-            g = families[(families["family"] == family) & (families["arm"] == a)]
-            if len(g):
-                records.append({"family": family, "arm": a,
-                                **near_miss_counts(g, "state", "behavior", "passed")})
+    by_arm = {r["arm"]: r for r in grouped_counts(cohort_attempts(attempts, cohort), ["arm"],
+                                                  _FUNNEL)}
+    records = [{"family": f"all ({cohort})", "arm": a, **_pick(by_arm[a], _NEAR_MISS)}
+               for a in arms if a in by_arm]
+    if not families.empty:
+        found = {(r["family"], r["arm"]): r
+                 for r in grouped_counts(families, ["family", "arm"], _FAMILY)}
+        records += [{"family": family, "arm": a, **_pick(found[family, a], _NEAR_MISS)}
+                    for family in sorted(set(families["family"])) for a in arms
+                    if (family, a) in found]
     return pd.DataFrame(records)
