@@ -167,8 +167,8 @@ def _fmt(value: object) -> str:
     if isinstance(value, float):
         if math.isnan(value):
             return ""
-        return f"{value:.4g}" if abs(value) < 1e-3 and value != 0 else f"{value:.4f}".rstrip(
-            "0").rstrip(".")
+        return f"{value:.4g}" if abs(value) < 1e-3 and value != 0 else f"{value + 0.0:.4f}".rstrip(
+            "0").rstrip(".")  # + 0.0: a negative zero prints as 0
     return str(value).replace("|", "\\|")
 
 
@@ -178,8 +178,11 @@ def _float_cells(values: list[float]) -> list[str]:
     >>> _float_cells([0.5, 2.0, 0.00012345, 0.0, -1.25])
     ['0.5', '2', '0.0001234', '0', '-1.25']
     """
-    return [f"{v:.4g}" if -1e-3 < v < 1e-3 and v != 0 else f"{v:.4f}".rstrip("0").rstrip(".")
+    return [f"{v:.4g}" if -1e-3 < v < 1e-3 and v != 0 else f"{v + 0.0:.4f}".rstrip("0").rstrip(".")
             for v in values]
+
+
+_FEW_ROWS = 512  # a table this short is formatted cell by cell; longer, by distinct values
 
 
 def markdown_table(frame: pd.DataFrame) -> str:
@@ -194,7 +197,10 @@ def markdown_table(frame: pd.DataFrame) -> str:
         return "_(empty)_"
     head = "| " + " | ".join(map(str, frame.columns)) + " |"
     rule = "| " + " | ".join("---" for _ in frame.columns) + " |"
-    columns = [_column_cells(frame.iloc[:, j]) for j in range(frame.shape[1])]
+    if len(frame) <= _FEW_ROWS:  # each cell formatted as it comes
+        columns = [list(map(_fmt, values.tolist())) for _, values in frame.items()]
+    else:
+        columns = [_column_cells(frame.iloc[:, j]) for j in range(frame.shape[1])]
     body = ["| " + " | ".join(row) + " |" for row in zip(*columns, strict=True)]
     return "\n".join([head, rule, *body])
 

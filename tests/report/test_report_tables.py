@@ -121,6 +121,29 @@ def test_markdown_cells_of_a_float_column_read_as_each_value_formatted_alone():
     frame = pd.DataFrame({"x": values, "task": pd.Categorical(["a|b", "c"] * 2504 + ["c"])})
     lines = markdown_table(frame).splitlines()[2:]
     cells = [line[2:-2].split(" | ") for line in lines]
-    # -0.0 prints as 0 (pandas finds one distinct zero)
-    assert [c[0] for c in cells] == [_fmt(float(v) + 0.0) for v in values]
+    assert [c[0] for c in cells] == [_fmt(float(v)) for v in values]
     assert {c[1] for c in cells} == {"a\\|b", "c"}
+    assert _fmt(-0.0) == "0"
+
+
+def test_markdown_of_a_short_table_equals_the_long_tables_path(monkeypatch):
+    """Up to _FEW_ROWS rows cells are formatted one by one, beyond it once per distinct
+    value: both give the same cells, whatever the column's type."""
+    import numpy as np
+
+    from fire_exp.report import render
+
+    gen = np.random.default_rng(1)
+    n = 300
+    frame = pd.DataFrame({
+        "f": np.where(gen.random(n) < 0.1, np.nan,
+                      gen.standard_normal(n) * 10.0 ** gen.integers(-6, 4, n)),
+        "z": gen.choice([-0.0, 0.0, 1.5], n), "i": gen.integers(-3, 3, n),
+        "b": gen.random(n) < 0.5, "c": pd.Categorical(gen.choice(["real", "a|b"], n)),
+        "s": pd.array(gen.choice(["x", "y|z", None], n), dtype="string"),
+        "o": pd.Series(gen.choice([1, 1.0, True, "t", np.nan], n), dtype=object)})
+    short = render.markdown_table(frame)
+    assert len(frame) <= render._FEW_ROWS
+    monkeypatch.setattr(render, "_FEW_ROWS", 0)
+    assert render.markdown_table(frame) == short
+    assert "| 0 |" in short and "-0 |" not in short
