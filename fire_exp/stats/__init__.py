@@ -14,10 +14,8 @@ from fire_exp.stats.bootstrap import (
     BootstrapInterval,
     Distributions,
     PendingDistributions,
-    Stratum,
     TInterval,
     bootstrap_distributions,
-    count_matrix_sums,
     paired_bootstrap,
     paired_t_interval,
     start_bootstrap_distributions,
@@ -40,6 +38,7 @@ from fire_exp.stats.mcnemar import (
 from fire_exp.stats.multiplicity import holm
 from fire_exp.stats.passk import PassKCurve, pass_at_k, pass_curve, pass_hat_k
 from fire_exp.stats.permutation import SignFlipResult, lattice_resolution, sign_flip_test
+from fire_exp.stats.resample import Stratum, count_matrix_sums
 from fire_exp.stats.seeds import child_rng, child_seed_sequence, stable_hash32
 
 __all__ = [

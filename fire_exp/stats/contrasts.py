@@ -18,8 +18,8 @@ import numpy as np
 import pandas as pd
 from numpy.typing import ArrayLike
 
-from fire_exp.stats.bootstrap import count_matrix_sums
 from fire_exp.stats.permutation import lattice_resolution
+from fire_exp.stats.resample import count_matrix_sums
 
 __all__ = ["ImprovementCounts", "InteractionResult", "improvement_counts", "interaction",
            "transition_table"]

@@ -38,7 +38,7 @@ def test_chunk_size_does_not_change_output(chunk, t):
 
 @pytest.mark.parametrize("t", [1, 7, 40])
 def test_counts_row_by_row_equal_counts_per_chunk(t):
-    from fire_exp.stats.bootstrap import _draw_sums
+    from fire_exp.stats.resample import _draw_sums
 
     x = np.rint(np.random.default_rng(t).random((t, 3)) * 2**20)
     sums = []
@@ -154,18 +154,18 @@ def test_distributions_give_the_intervals_and_the_resampled_values():
 
 def test_blocks_drawn_in_parallel_threads_give_the_same_sums():
     """Cohort blocks are independent and their sums exact: threads change nothing."""
-    from fire_exp.stats.bootstrap import _block_sums, _fixed_point
+    from fire_exp.stats.resample import block_sums, fixed_point
 
     gen = np.random.default_rng(12)
-    fixed, _ = _fixed_point(gen.random((90, 4)))
+    fixed, _ = fixed_point(gen.random((90, 4)))
 
     def blocks():
         return [Stratum(slice(0, 20), np.random.default_rng(1)),
                 Stratum(slice(20, 50), np.random.default_rng(2)),
                 Stratum(slice(50, 90), np.random.default_rng(3))]
 
-    serial = _block_sums(fixed, 777, blocks(), None, workers=1)
-    threaded = _block_sums(fixed, 777, blocks(), 13, workers=2)
+    serial = block_sums(fixed, 777, blocks(), None, workers=1)
+    threaded = block_sums(fixed, 777, blocks(), 13, workers=2)
     assert np.array_equal(serial, threaded) and serial.any()
 
 
