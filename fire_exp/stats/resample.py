@@ -60,10 +60,14 @@ def _draw_sums(fixed: np.ndarray, out: np.ndarray, *, rng: np.random.Generator,
     row r's indices offset into [r·T, (r+1)·T). Both give the same W.
     """
     n_resamples, t = out.shape[0], fixed.shape[0]
-    # ~256k indices per chunk (a 2 MB W) amortises the per-chunk calls, bounds memory.
-    chunk = max(1, min(n_resamples, chunk_size or 262_144 // max(t, 1), 2**31 // max(t, 1)))
-    half = (t + 1) // 2
     by_row = t >= row_counts
+    # Indices per chunk: ~16k where a chunk's counts come from one bincount (its arrays,
+    # 128 kB each, stay in cache and are reused from the allocator's heap: 2.7x faster than
+    # 256k at 30 tasks, 1.15x at 1,000); ~256k row by row, where the product wants tall
+    # blocks of W (16k is 1.5x slower at 10,000 tasks).
+    per_chunk = 262_144 if by_row else 16_384
+    chunk = max(1, min(n_resamples, chunk_size or per_chunk // max(t, 1), 2**31 // max(t, 1)))
+    half = (t + 1) // 2
     idx = np.empty((chunk, t), dtype=np.uint64)
     w = np.empty((chunk, t)) if by_row else None
     # The offset is added before the shift (r·T·2^32 < 2^64 for any chunk we use).
