@@ -15,7 +15,7 @@ from collections.abc import Mapping
 import numpy as np
 import pandas as pd
 
-from fire_exp.analysis.suite import Suite
+from fire_exp.analysis.suite import PassAll, Suite
 from fire_exp.stats import (
     BootstrapInterval,
     McNemarResult,
@@ -27,29 +27,10 @@ __all__ = ["RELIABILITY_SCOPE", "reliability_columns", "reliability_frame"]
 RELIABILITY_SCOPE = "reliability"
 
 
-class _PassAll:
-    """``Suite.pass_all`` as arrays: per (cohort, task) row, each arm's 1.0 (passed all K),
-    0.0, or NaN (fewer than K attempts)."""
-
-    def __init__(self, table: pd.DataFrame) -> None:
-        self.columns = {str(arm): table[arm].to_numpy(dtype=float) for arm in table.columns}
-        self.strata = table.index.get_level_values(0).to_numpy()
-        self.tasks = table.index.get_level_values("task")
-
-    def paired(self, arm: str, reference: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """Rows with K attempts in both arms: (their mask, arm passed all, reference did)."""
-        if arm not in self.columns or reference not in self.columns:
-            none = np.zeros(0, dtype=bool)
-            return none, none, none
-        x, y = self.columns[arm], self.columns[reference]
-        ok = ~np.isnan(x) & ~np.isnan(y)
-        return ok, x[ok].astype(bool), y[ok].astype(bool)
-
-
 def reliability_columns(s: Suite) -> dict[str, pd.Series]:
     """Per arm but the reference: per task, pass^K of the arm minus the reference's (1, 0
     or −1), for the shared resamples."""
-    table = _PassAll(s.pass_all)
+    table = s.pass_all
     out = {}
     for arm in s.arms:
         ok, x, y = table.paired(arm, s.reference)
@@ -58,7 +39,7 @@ def reliability_columns(s: Suite) -> dict[str, pd.Series]:
     return out
 
 
-def _mcnemar(table: _PassAll, arm: str, reference: str) -> McNemarResult:
+def _mcnemar(table: PassAll, arm: str, reference: str) -> McNemarResult:
     """b: tasks where only ``arm`` passed all K, c: only ``reference``, per cohort stratum;
     ``mcnemar_pooled`` sums them and runs the exact test."""
     ok, x, y = table.paired(arm, reference)
@@ -79,7 +60,7 @@ def reliability_frame(s: Suite, pass_k: pd.DataFrame,
     ``boot``: the intervals of ``reliability_columns`` (the analysis's scope
     ``reliability``)."""
     att = s.attempts
-    table = _PassAll(s.pass_all)
+    table = s.pass_all
     pk = pass_k[pass_k["cohort"] == s.cohort]
     hats: dict[str, dict[int, float]] = {}  # arm -> k -> pass^k (%)
     first: dict[str, tuple[int, float]] = {}  # arm -> (n_tasks, consistency) of its curve

@@ -33,12 +33,33 @@ from fire_exp.stats import (
     transition_labels,
 )
 
-__all__ = ["SUITE_SCOPE", "TIMEOUT_CAUSES", "Suite", "suite_columns", "suite_frame",
+__all__ = ["SUITE_SCOPE", "TIMEOUT_CAUSES", "PassAll", "Suite", "suite_columns", "suite_frame",
            "suite_transitions_frame", "tasks_frame"]
 
 SUITE_SCOPE = "suite"
 
 TIMEOUT_CAUSES = frozenset({"agent_timeout", "verifier_timeout"})
+
+
+class PassAll:
+    """Per (cohort, task) of the suite cohort, each arm's 1.0 (passed all K attempts), 0.0,
+    or NaN (fewer than K attempts), as arrays over the rows of ``table`` (index
+    (cohort, task), one column per arm)."""
+
+    def __init__(self, table: pd.DataFrame) -> None:
+        self.columns = {str(arm): table[arm].to_numpy(dtype=float) for arm in table.columns}
+        self.strata = table.index.get_level_values(0).to_numpy()
+        self.tasks = table.index.get_level_values("task")
+
+    def paired(self, arm: str, reference: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Rows with K attempts in both arms: (their mask, arm passed all, reference did)."""
+        if arm not in self.columns or reference not in self.columns:
+            none = np.zeros(0, dtype=bool)
+            return none, none, none
+        x, y = self.columns[arm], self.columns[reference]
+        ok = ~np.isnan(x) & ~np.isnan(y)
+        return ok, x[ok].astype(bool), y[ok].astype(bool)
+
 
 
 @dataclass(frozen=True)
@@ -69,14 +90,14 @@ class Suite:
         return self.aggregates.of(self.cohort)
 
     @cached_property
-    def pass_all(self) -> pd.DataFrame:
-        """Per (cohort, task), one column per arm: 1.0 when the arm passed all K attempts,
-        0.0 when not, NaN where it has fewer than K attempts (computed once)."""
+    def pass_all(self) -> PassAll:
+        """Per (cohort, task), per arm: passed all K attempts, or not, or fewer than K
+        attempts (computed once)."""
         agg = self.aggregates.rows_of(self.cohort)
         agg = agg[agg["attempts"] == self.k]
         pa = agg.assign(pass_all=(agg["successes"] == self.k).astype(float))
-        return pa.pivot_table(index=["cohort", "task"], columns="arm", values="pass_all",
-                              aggfunc="first")
+        return PassAll(pa.pivot_table(index=["cohort", "task"], columns="arm",
+                                      values="pass_all", aggfunc="first"))
 
 
 def _paired_rates(s: Suite, arm: str) -> tuple[pd.Index, np.ndarray]:
@@ -109,8 +130,7 @@ def _delta(s: Suite, planned: Mapping[str, dict[str, Any]], arm: str,
         return {"delta_pp": r["estimate_pp"], "delta_ci_low_pp": r["ci_low_pp"],
                 "delta_ci_high_pp": r["ci_high_pp"], "delta_p": r["p_value"],
                 "delta_p_method": r["p_method"], "delta_planned": True,
-                "improved": int(r["improved"]),
-                "regressed": int(r["regressed"])}
+                "improved": int(r["improved"]), "regressed": int(r["regressed"])}
     bi = boot.get(name)
     if bi is None:  # no task has both arms
         return _NO_DELTA | {"delta_planned": False}
@@ -168,8 +188,7 @@ def suite_frame(s: Suite, pass_rates: pd.DataFrame, cost: pd.DataFrame,
         delta = _NO_DELTA if arm == s.reference else _delta(s, planned, arm, boot)
         at2, hat2 = at_hat_2.get(arm, (float("nan"), float("nan")))
         records.append({
-            "arm": arm, "n_tasks": int(r["n_tasks"]),
-            "attempts": int(r["attempts"]),
+            "arm": arm, "n_tasks": int(r["n_tasks"]), "attempts": int(r["attempts"]),
             "pass_at_1_pct": r["pass_rate_pct"], "ci_low_pct": r["ci_low_pct"],
             "ci_high_pct": r["ci_high_pct"],
             **{k: delta[k] for k in ("delta_pp", "delta_ci_low_pp", "delta_ci_high_pp",

@@ -1,14 +1,10 @@
 """Paired task-level percentile bootstrap, every arm, metric and contrast at once.
 
 Each resample draws T task indices with replacement *once* and applies them to every
-column (paired by task). The indices become a count vector (``np.bincount``); stacking B of
-them gives the count matrix W (B x T), and one matrix product W @ X (X: T x columns) gives
-the resampled sums of every column together. Means are Σw·x·m / Σw·m (m masks tasks where
-a column is missing); ratio metrics are Σw·num / Σw·den per resample.
-
-Indices come from raw 64-bit draws, a fixed number per resample, so the output does not
-depend on ``chunk_size``; the product is exact (fixed point), so it does not depend on the
-other columns or on BLAS blocking either.
+column (paired by task); ``fire_exp.stats.resample`` gives the resampled sums of every
+column in one exact product. Means are Σw·x·m / Σw·m (m masks tasks where a column is
+missing); ratio metrics are Σw·num / Σw·den per resample; intervals are percentiles of
+those B values.
 """
 
 from __future__ import annotations

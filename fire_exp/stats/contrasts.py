@@ -22,7 +22,7 @@ from fire_exp.stats.permutation import lattice_resolution
 from fire_exp.stats.resample import count_matrix_sums
 
 __all__ = ["ImprovementCounts", "InteractionResult", "improvement_counts", "interaction",
-           "transition_table"]
+           "transition_counts", "transition_labels", "transition_table"]
 
 _REL_TOL = 1e-14
 _MAX_EXACT_WORK = 20_000_000  # cell updates the exact lattice count may spend
