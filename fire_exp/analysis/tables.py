@@ -98,6 +98,7 @@ class _Cohort:
     rate: np.ndarray  # tasks x arms: pass rate, successes and attempts (NaN: no attempt)
     successes: np.ndarray
     attempts: np.ndarray
+    per_arm: bool  # its per-arm rows are made (the sensitivity table has contrasts only)
 
 
 @dataclass(frozen=True)
@@ -174,9 +175,10 @@ def _scope(keys: tuple[str, ...], cohort: str) -> str:
 
 
 def _cohort_columns(plan: AnalysisPlan, aggs: CohortAggregates, cohort: str,
-                    keys: tuple[str, ...], notes: list[str],
-                    boot: SharedBootstrap) -> _Cohort | None:
-    """A cohort's aggregates; asks ``boot`` for its arms, contrasts and cost ratios."""
+                    keys: tuple[str, ...], notes: list[str], boot: SharedBootstrap,
+                    per_arm: bool) -> _Cohort | None:
+    """A cohort's aggregates; asks ``boot`` for its contrasts and, ``per_arm``, its arms'
+    pass rates and cost ratios (no other number depends on which columns are asked for)."""
     agg = aggs.of(cohort)
     if agg.empty:
         notes.append(f"cohort '{cohort}': no attempts; skipped")
@@ -184,7 +186,7 @@ def _cohort_columns(plan: AnalysisPlan, aggs: CohortAggregates, cohort: str,
     arms = sorted(agg["arm"].unique())
     tasks, (rate, cost, succ, n) = task_matrices(
         agg, ("pass_rate", "cost_usd", "successes", "attempts"), arms)
-    cols = {f"arm:{arm}": rate[:, i] for i, arm in enumerate(arms)}
+    cols = {f"arm:{arm}": rate[:, i] for i, arm in enumerate(arms)} if per_arm else {}
     usable = []
     for name in plan.contrasts:
         a, b = parse_contrast(name)
@@ -201,11 +203,11 @@ def _cohort_columns(plan: AnalysisPlan, aggs: CohortAggregates, cohort: str,
     index = pd.Index(tasks)
     ratios = {f"cost:{arm}": (pd.Series(np.nan_to_num(cost[:, i]), index=index),
                               pd.Series(np.nan_to_num(succ[:, i]), index=index))
-              for i, arm in enumerate(arms)}
+              for i, arm in enumerate(arms)} if per_arm else {}
     scope = _scope(keys, cohort)
     boot.add(scope, cohort, {key: pd.Series(v, index=index) for key, v in cols.items()},
              ratios)
-    return _Cohort(cohort, scope, agg, arms, usable, index, rate, succ, n)
+    return _Cohort(cohort, scope, agg, arms, usable, index, rate, succ, n, per_arm)
 
 
 @dataclass
@@ -230,12 +232,12 @@ def _cohort_tests(plan: AnalysisPlan, c: _Cohort, keys: tuple[str, ...], k: int,
     if secondary and plan.multiplicity.method == "holm":
         for r, p in zip(secondary, holm([r["p_value"] for r in secondary]), strict=True):
             r["p_holm"] = float(p)
-    arm_rows = []
+    arm_rows: list[Row] = []
     # Each arm's rows of the cohort's (task, arm) aggregates, as arrays in the frame's order.
     of_arm = c.agg["arm"].to_numpy()
     col = {field: c.agg[field].to_numpy() for field in ("attempts", "successes", "mean_reward",
                                                         "cost_usd", "agent_seconds")}
-    for arm in c.arms:
+    for arm in c.arms if c.per_arm else []:
         g = {field: v[of_arm == arm] for field, v in col.items()}
         curve = pass_curve(g["attempts"].astype(int), g["successes"].astype(int))
         arm_rows.append({"cohort": c.name, "arm": arm, "n_tasks": len(g["attempts"]),
@@ -275,8 +277,9 @@ def _contrast_frame(rows: list[Row]) -> pd.DataFrame:
 
 
 def _cohorts(plan: AnalysisPlan, aggs: CohortAggregates, keys: tuple[str, ...],
-             notes: list[str], boot: SharedBootstrap) -> list[_Cohort]:
-    found = [_cohort_columns(plan, aggs, cohort, keys, notes, boot) for cohort in plan.cohorts]
+             notes: list[str], boot: SharedBootstrap, per_arm: bool = True) -> list[_Cohort]:
+    found = [_cohort_columns(plan, aggs, cohort, keys, notes, boot, per_arm)
+             for cohort in plan.cohorts]
     return [c for c in found if c is not None]
 
 
@@ -411,7 +414,7 @@ def analyze(source: str | Path | pd.DataFrame | LoadedAttempts | RunInputs,
     sensitive = plan.missing_data.sensitivity == "exclude"
     if sensitive and len(sens_att) == len(att):
         notes.append("sensitivity analysis: no infrastructure failures; identical to primary")
-    sens = _cohorts(plan, CohortAggregates(sens_att), ("sensitivity",), [], boot) \
+    sens = _cohorts(plan, CohortAggregates(sens_att), ("sensitivity",), [], boot, False) \
         if sensitive and len(sens_att) < len(att) else None
     order = arms_in_order(att["arm"].unique())
     main = main_cohort(plan, att)

@@ -167,17 +167,18 @@ def _fmt(value: object) -> str:
     if isinstance(value, float):
         if math.isnan(value):
             return ""
-        return f"{value:.4g}" if abs(value) < 1e-3 and value != 0 else f"{value + 0.0:.4f}".rstrip(
-            "0").rstrip(".")  # + 0.0: a negative zero prints as 0
+        return _float_cells([value])[0]
     return str(value).replace("|", "\\|")
 
 
 def _float_cells(values: list[float]) -> list[str]:
-    """``_fmt`` of many non-NaN floats (a per-task table's costs are all distinct).
+    """Non-NaN floats as table cells, four decimals (``_fmt`` of one; a list at once for a
+    per-task table, whose costs are all distinct).
 
     >>> _float_cells([0.5, 2.0, 0.00012345, 0.0, -1.25])
     ['0.5', '2', '0.0001234', '0', '-1.25']
     """
+    # + 0.0: a negative zero prints as 0
     return [f"{v:.4g}" if -1e-3 < v < 1e-3 and v != 0 else f"{v + 0.0:.4f}".rstrip("0").rstrip(".")
             for v in values]
 
