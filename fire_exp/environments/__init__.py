@@ -1,7 +1,9 @@
-"""Environments: one attempt's box, with one lifecycle and two backends (local, docker)."""
+"""Environments: one attempt's box, one contract (``base.Environment``), two backends
+(local, docker) and the verifier written once on the contract."""
 
 from fire_exp.environments.base import (
     BoxPaths,
+    Capability,
     Environment,
     EnvironmentFailure,
     ExecResult,
@@ -10,9 +12,11 @@ from fire_exp.environments.base import (
 )
 from fire_exp.environments.local import LocalEnvironment
 from fire_exp.environments.reward import parse_reward, read_reward_dir
+from fire_exp.environments.verifier import run_verifier
 
 __all__ = [
     "BoxPaths",
+    "Capability",
     "Environment",
     "EnvironmentFailure",
     "ExecResult",
@@ -21,4 +25,5 @@ __all__ = [
     "VerifierResult",
     "parse_reward",
     "read_reward_dir",
+    "run_verifier",
 ]

@@ -74,25 +74,27 @@ class EnvironmentFactory:
         return self.backend(task, attempt_dir, attempt_id, **self.params)
 
     @property
-    def _class(self) -> type[Environment] | None:
+    def backend_class(self) -> type[Environment] | None:
+        """The backend's class (its capabilities), when the backend is one."""
         backend = self.backend
         return backend if isinstance(backend, type) and issubclass(backend, Environment) \
             else None
 
     def preflight(self) -> None:
         """Check the backend can run at all (an engine reachable). Raises PreflightError."""
-        if self._class is not None:
-            self._class.preflight(**self.params)
+        if self.backend_class is not None:
+            self.backend_class.preflight(**self.params)
 
     def prepare(self, tasks: Sequence[Task], report: Report) -> None:
         """Build or check what every attempt needs (task images). Raises EnvironmentFailure."""
-        if self._class is not None:
-            self._class.prepare(tasks, report=report, **self.params)
+        if self.backend_class is not None:
+            self.backend_class.prepare(tasks, report=report, **self.params)
 
     def reap_orphans(self, run_dir: Path | None = None) -> int:
         """Remove what attempts of provably dead runs left behind (see
         Environment.reap_orphans); ``run_dir`` is the run whose lock the caller holds."""
-        return self._class.reap_orphans(run_dir) if self._class is not None else 0
+        backend = self.backend_class
+        return backend.reap_orphans(run_dir) if backend is not None else 0
 
 
 @dataclass(frozen=True)
@@ -226,4 +228,4 @@ def prepare_panel(panel: Panel, report: Report | None = None) -> None:
     panel.environment.preflight()
     panel.environment.prepare(tasks, report or stderr)
     if isinstance(agent, BoxedAgent):  # e.g. an agent CLI installed into every task image
-        agent.prepare_boxes(panel.environment.name, tasks, panel.environment.params)
+        agent.prepare_boxes(panel.environment.backend_class, tasks, panel.environment.params)

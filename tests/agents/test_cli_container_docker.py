@@ -24,18 +24,18 @@ import numpy as np
 import pytest
 import requests
 
-from fire_exp.agents.cli_agents import ClaudeCodeAgent, CodexAgent
-from fire_exp.agents.cli_install import prepare_cli_image
-from fire_exp.agents.cli_network import ensure_egress_network, gateway_of
+from fire_exp.agents.coding_agents import ClaudeCodeAgent, CodexAgent
 from fire_exp.agents.openai import OpenAIAgent
-from fire_exp.agents.testing_server import ScriptedServer, solution_responder
 from fire_exp.environments.docker import DockerEnvironment
+from fire_exp.environments.docker_install import prepare_cli_image
+from fire_exp.environments.egress import ensure_egress_network, gateway_of
 from fire_exp.environments.images import LABEL
 from fire_exp.paths import SUITES_DIR
 from fire_exp.policies import build_arm, load_portfolio
 from fire_exp.records import AttemptRecord, record_to_line
 from fire_exp.runner.attempt import AttemptSpec, run_attempt
 from fire_exp.tasks.loader import load_task
+from tests.agents.scripted_server import ScriptedServer, solution_responder
 from tests.environments.helpers import make_task
 
 ROOT = Path(__file__).resolve().parents[2]

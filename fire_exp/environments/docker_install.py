@@ -1,17 +1,6 @@
-"""Getting a coding CLI into a task's image: once per task image and install spec, cached.
+"""Getting a coding-agent CLI into a task's image: once per task image and install spec.
 
-An agent config's ``install`` block says how (exactly one of these, or none of them):
-
-- ``script``: a shell script run as root in a container of the task's image (on
-  ``network``, default ``bridge``, so it can reach a package registry); the container is
-  then committed as the derived image. For a machine that can reach the CLI's registry.
-- ``image`` + ``paths``: an image that already holds the CLI; the paths are copied into
-  the task's image (``COPY --from``). For a machine without the registry: build or load
-  that image once elsewhere (``docker save`` / ``docker load``).
-- ``host_binary``: an executable on this machine, bind-mounted read-only into every
-  container at ``/opt/fire-exp/cli/<name>`` (a static binary such as Codex's); no image.
-- none of them: the task's image must already have ``binary`` on its PATH.
-
+The Docker backend's ``INSTALL_AGENT`` capability (``agent_install.InstallSpec`` says how).
 The derived image is tagged ``fire-exp/cli-AGENT:IMAGEID12-SPEC12`` (the task image's id
 and the install spec's digest) and labelled ``fire-exp=1``, ``fire-exp.kind=cli``, so the
 next attempt, run or machine with that engine reuses it. No key is ever present while an
@@ -20,94 +9,29 @@ image is made: the install container gets no variables of ours.
 
 from __future__ import annotations
 
-import hashlib
 import io
 import json
 import os
 import shlex
 import threading
-from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
+from fire_exp.environments.agent_install import AgentInstall, InstallSpec
+from fire_exp.environments.archives import tar_file
 from fire_exp.environments.base import EnvironmentFailure
-from fire_exp.environments.docker import owner_labels
-from fire_exp.environments.docker_session import tar_file
 from fire_exp.environments.images import LABEL, image_exists, slug
-from fire_exp.errors import InputError
 
-CLI_MOUNT = "/opt/fire-exp/cli"
 _SCRIPT_PATH = "/tmp/fire-exp-install.sh"
 _LOCKS: dict[str, threading.Lock] = {}
 _LOCKS_LOCK = threading.Lock()
 
 
-@dataclass(frozen=True)
-class InstallSpec:
-    """How the CLI gets into the container (see the module docstring)."""
-
-    script: str | None = None
-    image: str | None = None
-    paths: tuple[str, ...] = ()
-    host_binary: str | None = None
-    network: str = "bridge"
-    timeout_s: float = 900.0
-
-    @classmethod
-    def from_config(cls, raw: Any, where: str) -> InstallSpec:
-        """Read an agent config's ``install`` block; refuse a malformed one by name."""
-        if raw is None:
-            return cls()
-        if not isinstance(raw, dict):
-            raise InputError(where, "install", "must be a mapping",
-                             "give one of script, image (+ paths) or host_binary")
-        known = {"script", "image", "paths", "host_binary", "network", "timeout_s"}
-        unknown = sorted(set(raw) - known)
-        if unknown:
-            raise InputError(where, f"install.{unknown[0]}", "unknown key",
-                             f"use {', '.join(sorted(known))}")
-        chosen = [k for k in ("script", "image", "host_binary") if raw.get(k)]
-        if len(chosen) > 1:
-            raise InputError(where, "install", f"gives {' and '.join(chosen)}",
-                             "give exactly one of script, image or host_binary")
-        paths = tuple(str(p) for p in raw.get("paths") or ())
-        if raw.get("image") and not paths:
-            raise InputError(where, "install.paths", "empty while install.image is set",
-                             "list the paths to copy out of the image, e.g. /usr/local/bin/codex")
-        if any(not p.startswith("/") for p in paths):
-            raise InputError(where, "install.paths", "must be absolute paths")
-        binary = raw.get("host_binary")
-        if binary and not (os.path.isfile(binary) and os.access(binary, os.X_OK)):
-            raise InputError(where, "install.host_binary", f"{binary} is not an executable "
-                             "file on this machine", "point it at the CLI's binary")
-        return cls(script=raw.get("script") or None, image=raw.get("image") or None,
-                   paths=paths, host_binary=str(Path(binary).resolve()) if binary else None,
-                   network=str(raw.get("network") or "bridge"),
-                   timeout_s=float(raw.get("timeout_s") or 900.0))
-
-    @property
-    def method(self) -> str:
-        """``script``, ``image``, ``host_binary`` or ``none``."""
-        return "script" if self.script else "image" if self.image else \
-            "host_binary" if self.host_binary else "none"
-
-    def digest(self) -> str:
-        """The digest of what goes into the derived image (part of its tag)."""
-        body: dict[str, Any] = {"script": self.script, "image": self.image,
-                                "paths": list(self.paths)}
-        return hashlib.sha256(json.dumps(body, sort_keys=True).encode()).hexdigest()
-
-    def binary_in_box(self, binary: str) -> str:
-        """Where the CLI is inside the container: the mount point, or ``binary`` on PATH."""
-        if self.host_binary:
-            return f"{CLI_MOUNT}/{Path(self.host_binary).name}"
-        return binary
-
-    def volumes(self) -> dict[str, dict[str, str]]:
-        """The read-only bind mount of a host binary (none for the other methods)."""
-        if not self.host_binary:
-            return {}
-        return {self.host_binary: {"bind": self.binary_in_box(""), "mode": "ro"}}
+def mounts(spec: InstallSpec) -> dict[str, dict[str, str]]:
+    """The read-only bind mount of a host binary, as docker-py's ``volumes`` (none for the
+    other methods)."""
+    if not spec.host_binary:
+        return {}
+    return {spec.host_binary: {"bind": spec.binary_in_box(""), "mode": "ro"}}
 
 
 def _lock(tag: str) -> threading.Lock:
@@ -152,10 +76,13 @@ def _install_by_script(client: Any, agent: str, task_image: str, spec: InstallSp
                        labels: dict[str, str]) -> None:
     import docker.errors
 
+    from fire_exp.environments.docker import owner_labels
+
     original = client.images.get(task_image).attrs.get("Config") or {}
     container = client.containers.create(
         task_image, entrypoint=["sleep", "infinity"], command=[], detach=True,
-        network_mode=spec.network, labels=owner_labels() | {f"{LABEL}.kind": "cli-install"},
+        network_mode=spec.network,
+        labels=owner_labels() | {f"{LABEL}.kind": "cli-install"},
         name=f"fire-exp-install-{slug(agent, 20)}-{os.urandom(3).hex()}", environment={})
     try:
         container.start()
@@ -212,12 +139,19 @@ def _install_from_image(client: Any, task_image: str, spec: InstallSpec, tag: st
                                  f"{task_image} failed: {exc}") from exc
 
 
-def prepare_cli_images(client: Any, agent: str, spec: InstallSpec,
-                       task_images: list[str]) -> dict[str, str]:
-    """The preflight: make (or find) the CLI image of every task image before a panel.
+def try_binary(client: Any, image: str, install: AgentInstall, labels: dict[str, str]) -> None:
+    """Run ``command -v BINARY`` in a throwaway container of ``image``. Raises
+    EnvironmentFailure naming the install step when the CLI is not there."""
+    import docker.errors
 
-    Returns task image -> the image attempts will run. Raises EnvironmentFailure on the
-    first install that fails, so a broken install step stops the run before any attempt.
-    """
-    return {image: prepare_cli_image(client, agent, image, spec)
-            for image in dict.fromkeys(task_images)}
+    binary = install.spec.binary_in_box(install.binary)
+    try:
+        client.containers.run(image, ["sh", "-c", f"command -v {shlex.quote(binary)}"],
+                              entrypoint=[], remove=True, network_mode="none",
+                              volumes=mounts(install.spec) or None,
+                              labels=labels | {f"{LABEL}.kind": "preflight"})
+    except docker.errors.ContainerError as exc:
+        raise EnvironmentFailure(
+            f"agent={install.agent}: `{binary}` is not in image {image} (exit "
+            f"{exc.exit_status}). Give the agent an install step (agent.install.script, "
+            "agent.install.image or agent.install.host_binary; docs/agents.md)") from exc
