@@ -32,6 +32,7 @@ __all__ = [
     "SETUP_LOG",
     "TERMINAL_LOG",
     "TEST_STDOUT",
+    "TRANSCRIPT",
     "VERIFIER_LOGS",
     "VERIFIER_RESULT",
     "in_box",
@@ -48,6 +49,7 @@ CLI_STDOUT = f"{AGENT_LOGS}/cli-stdout.jsonl"
 CLI_STDERR = f"{AGENT_LOGS}/cli-stderr.txt"
 HOOK_SUMMARY = f"{AGENT_LOGS}/hook-summary.json"
 EGRESS_LOG = f"{AGENT_LOGS}/egress.jsonl"
+TRANSCRIPT = f"{AGENT_LOGS}/transcript.jsonl"
 TEST_STDOUT = f"{VERIFIER_LOGS}/test-stdout.txt"
 VERIFIER_RESULT = f"{VERIFIER_LOGS}/result.json"
 REWARD_TXT = f"{VERIFIER_LOGS}/reward.txt"
@@ -124,6 +126,11 @@ class AttemptPaths:
         return self.log(EGRESS_LOG)
 
     @property
+    def transcript(self) -> Path:
+        """A chat agent's transcript (requests and replies), redacted."""
+        return self.log(TRANSCRIPT)
+
+    @property
     def test_stdout(self) -> Path:
         """``tests/test.sh``'s output."""
         return self.log(TEST_STDOUT)
@@ -132,6 +139,10 @@ class AttemptPaths:
     def verifier_result(self) -> Path:
         """The verifier's verdict as the runner read it."""
         return self.log(VERIFIER_RESULT)
+
+    @property
+    def reward_txt(self) -> Path:
+        return self.log(REWARD_TXT)
 
     @property
     def hooks(self) -> Path:

@@ -177,7 +177,7 @@ class OpenAIAgent:
         self._param = "max_tokens" if self.max_tokens_param == "auto" else self.max_tokens_param
         meter = UsageMeter(self.model, self.prices)
         secret = os.environ.get(self.api_key_env) if self.api_key_env else None
-        transcript = Transcript(session.env.attempt_dir / "logs" / "agent" / "transcript.jsonl",
+        transcript = Transcript(session.env.files.transcript,
                                 secret)
         try:
             return self._loop(session, self._client(), meter, transcript)

@@ -69,20 +69,20 @@ def hook_settings(target: str, families: Sequence[Family], *, portfolio: str, ar
     if not needed_events(families):
         raise InputError("--arm", arm, "this arm runs no policies, so it needs no hooks",
                          "run the baseline without any hook configuration")
-    return settings_document(target, families, lambda event: hook_command(
+    return settings_document(families, lambda event: hook_command(
         prefix, event, portfolio=portfolio, arm=arm, state_dir=state_dir, cli=target,
-        controls=controls), timeout_s)
+        controls=controls), MATCHERS[target], timeout_s)
 
 
-def settings_document(target: str, families: Sequence[Family], command: Callable[[str], str],
+def settings_document(families: Sequence[Family], command: Callable[[str], str], matcher: str,
                       timeout_s: int = DEFAULT_TIMEOUT_S) -> dict[str, Any]:
-    """The settings document for ``target`` whose hook for each event an arm needs runs
-    ``command(event)`` (fire-exp's command, or a hook transport's shim)."""
+    """The settings document whose hook for each event an arm needs runs ``command(event)``
+    (fire-exp's command, or a hook transport's shim); tool events match ``matcher``."""
     hooks: dict[str, list[dict[str, Any]]] = {}
     for event in needed_events(families):
         handler = {"type": "command", "timeout": timeout_s, "command": command(event)}
         group: dict[str, Any] = {"hooks": [handler]}
         if event in TOOL_EVENTS:
-            group = {"matcher": MATCHERS[target]} | group
+            group = {"matcher": matcher} | group
         hooks[event] = [group]
     return {"hooks": hooks}

@@ -14,6 +14,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+from fire_exp.attempt_paths import AttemptPaths
 from fire_exp.records import AttemptRecord
 from fire_exp.view.collect import Redact
 
@@ -129,22 +130,23 @@ def _instruction(task_dir: Path | None, redact: Redact) -> str | None:
 def attempt_detail(record: AttemptRecord, run_dir: Path, task_dir: Path | None,
                    redact: Redact) -> dict[str, Any]:
     """Everything the attempt page shows, as JSON-ready data (texts redacted and clipped)."""
-    logs = run_dir / record.log_dir / "logs" if record.log_dir else None
+    files = AttemptPaths(run_dir / record.log_dir) if record.log_dir else None
+    logs = files.logs if files is not None else None
     data = record.model_dump(mode="json")
     data["error"] = redact(data["error"]) if data.get("error") else data.get("error")
     data["coding_errors"] = {k: redact(v) for k, v in (data.get("coding_errors") or {}).items()}
     data["near_miss"] = is_near_miss(record)
     data["instruction"] = _instruction(task_dir, redact)
-    if logs is None or not logs.is_dir():
+    if files is None or logs is None or not logs.is_dir():
         data |= {"steps": [], "unplaced": [], "log_problems": [
             f"no log folder {logs}" if logs else "the record names no log folder"]}
         return data
-    commands, bad_c = _read_jsonl(logs / "agent" / "commands.jsonl")
-    events, bad_e = _read_jsonl(logs / "agent" / "policy-events.jsonl")
+    commands, bad_c = _read_jsonl(files.commands)
+    events, bad_e = _read_jsonl(files.policy_events)
     data["steps"], data["unplaced"] = timeline(commands, events, redact)
     data["log_problems"] = bad_c + bad_e
-    data["verifier"] = {name: _read_text(logs / "verifier" / name, redact)
-                        for name in ("test-stdout.txt", "result.json", "reward.txt")}
-    data["setup_log"] = _read_text(logs / "setup.log", redact)
+    data["verifier"] = {path.name: _read_text(path, redact) for path in
+                        (files.test_stdout, files.verifier_result, files.reward_txt)}
+    data["setup_log"] = _read_text(files.setup_log, redact)
     data["log_files"] = sorted(str(p.relative_to(logs)) for p in logs.rglob("*") if p.is_file())
     return data

@@ -36,7 +36,7 @@ from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, cast, get_args
 
 import numpy as np
 
@@ -54,6 +54,7 @@ from fire_exp.errors import PreflightError
 from fire_exp.policies.hook_answerer import HookAnswerer
 from fire_exp.policies.hook_settings import hook_command, settings_document
 from fire_exp.policies.hook_store import ActivitySummary, read_activity
+from fire_exp.policies.hooks import Cli
 from fire_exp.policies.model import Step
 from fire_exp.records import Cause, Usage
 from fire_exp.tasks.model import Task
@@ -82,6 +83,13 @@ def bridge_target(context: AttemptContext) -> BridgeTarget | None:
                                  "is unknown, so its hooks cannot be installed")
     return BridgeTarget(portfolio=context.portfolio, arm=context.arm,
                         controls=context.controls)
+
+
+def _protocol(name: str) -> Cli:
+    if name not in get_args(Cli):
+        raise EnvironmentFailure(f"hook protocol {name!r} is not one fire-exp answers: use "
+                                 f"one of {', '.join(get_args(Cli))}")
+    return cast(Cli, name)
 
 
 def hook_warning(summary: ActivitySummary, target: BridgeTarget | None) -> str | None:
@@ -193,8 +201,8 @@ class CodingCliAgent:
             settings = None
             if target is not None:
                 transport = env.hook_transport(self._endpoint(target, files))
-                settings = settings_document(self.dialect.target, session.runtime.families,
-                                             transport.command, self.hook_timeout_s)
+                settings = settings_document(session.runtime.families, transport.command,
+                                             self.dialect.tool_matcher, self.hook_timeout_s)
                 record = files.hooks / self.dialect.settings_file()
                 record.parent.mkdir(parents=True, exist_ok=True)
                 record.write_text(json.dumps(settings, indent=1))  # what the CLI was given
@@ -231,10 +239,10 @@ class CodingCliAgent:
         return HookEndpoint(
             host_command=lambda event: hook_command(
                 prefix, event, portfolio=target.portfolio, arm=target.arm,
-                state_dir=str(files.hook_state), cli=self.dialect.target,
+                state_dir=str(files.hook_state), cli=self.dialect.hook_protocol,
                 controls=target.controls),
             answer=lambda: HookAnswerer(target.portfolio, target.arm, files.hook_state,
-                                        self.dialect.target,  # type: ignore[arg-type]
+                                        _protocol(self.dialect.hook_protocol),
                                         target.controls).answer,
             host_env={"PYTHONPATH": pythonpath})
 

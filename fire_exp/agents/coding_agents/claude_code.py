@@ -21,6 +21,7 @@ from fire_exp.agents.coding_agents.dialect import (
     content_text,
     json_objects,
 )
+from fire_exp.policies.hook_settings import MATCHERS
 from fire_exp.policies.tool_payloads import EDIT_TOOLS, edit_paths
 
 SETTINGS = "claude-settings.json"
@@ -30,6 +31,8 @@ class ClaudeCode:
     """The Claude Code dialect (checked against Claude Code 2.0)."""
 
     target = "claude-code"
+    hook_protocol = "claude-code"
+    tool_matcher = MATCHERS["claude-code"]
     checked_version = "2.0"
     default_binary = "claude"
     install_hint = "npm install -g @anthropic-ai/claude-code"

@@ -18,7 +18,7 @@ from typing import Any
 
 from fire_exp.agents.coding_agents.agent import CodingCliAgent
 from fire_exp.agents.coding_agents.dialect import CliCommand, CliTranscript, as_dict, json_objects
-from fire_exp.policies.hook_settings import CODEX_HOOKS_FEATURE
+from fire_exp.policies.hook_settings import CODEX_HOOKS_FEATURE, MATCHERS
 
 HOME = "codex-home"
 # Hooks on, by the canonical feature key (policies/hook_settings.CODEX_HOOKS_FEATURE).
@@ -33,6 +33,8 @@ class Codex:
     """
 
     target = "codex"
+    hook_protocol = "codex"
+    tool_matcher = MATCHERS["codex"]
     checked_version = "0.130"
     default_binary = "codex"
     install_hint = "npm install -g @openai/codex"

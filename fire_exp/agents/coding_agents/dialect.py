@@ -49,14 +49,19 @@ class CliDialect(Protocol):
     """One coding-agent CLI's conventions (see the module docstring).
 
     Attributes:
-        target: its name in the hook settings (``policies/hook_settings.TARGETS``) and in
-            the usage's ``route``.
+        target: its name (the usage's ``route``).
+        hook_protocol: the hook answers it understands: ``claude-code`` or ``codex``
+            (``policies/hooks.render``); a new CLI that speaks Claude Code's names it.
+        tool_matcher: the matcher (a regular expression over tool names) of its tool
+            events: its shell tool and its file-edit tools.
         checked_version: the CLI version every value of the dialect was checked against.
         default_binary: the executable's usual name.
         install_hint: how a user installs it (shown when it is missing).
     """
 
     target: str
+    hook_protocol: str
+    tool_matcher: str
     checked_version: str
     default_binary: str
     install_hint: str
