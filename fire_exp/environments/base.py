@@ -35,6 +35,7 @@ from typing import TYPE_CHECKING, Any
 
 from fire_exp.attempt_paths import AttemptPaths
 from fire_exp.environments.archives import extract_archive, single_file, tar_directory, tar_file
+from fire_exp.environments.redaction import Redactor
 from fire_exp.errors import FireExpError
 from fire_exp.records import Cause
 from fire_exp.tasks.model import Task
@@ -138,8 +139,8 @@ class Environment(ABC):
         self.attempt_id = attempt_id
         # Set by the runner on Ctrl-C; long waits in a backend should watch it.
         self.cancelled = threading.Event()
-        # Values (a CLI's key) blanked out of every log the box hands back (collect_logs).
-        self.redactions: list[str] = []
+        # The one redactor of the attempt's logs (a CLI adds its key to it).
+        self.redactor = Redactor()
 
     # the core every backend implements -------------------------------------------------
 
@@ -220,8 +221,8 @@ class Environment(ABC):
         self.run(f"rm -rf {shlex.quote(path)}", timeout=60.0, cwd="/")
 
     def collect_logs(self) -> None:
-        """Bring the box's logs folder home to ``ATTEMPT/logs`` (redacting
-        :attr:`redactions`). A backend whose logs folder is on the host has nothing to do."""
+        """Bring the box's logs folder home to ``ATTEMPT/logs``, through :attr:`redactor`.
+        A backend whose logs folder is on the host has nothing to do."""
         return None
 
     def run_verifier(self) -> VerifierResult:

@@ -52,7 +52,6 @@ from fire_exp.environments.docker_channel import ExecChannel
 from fire_exp.environments.docker_install import mounts, prepare_cli_image, try_binary
 from fire_exp.environments.egress import EgressProxy, ensure_egress_network, gateway_of
 from fire_exp.environments.images import BASE_IMAGE, LABEL, ensure_task_image, slug
-from fire_exp.environments.redaction import redact_tree
 from fire_exp.errors import PreflightError
 from fire_exp.tasks.model import Task
 
@@ -358,8 +357,7 @@ class DockerEnvironment(Environment):
         bits, _ = self._running().get_archive(LOGS)
         extract_archive(bits, self.attempt_dir)
         self._logs_copied = True
-        # The keys handed to a CLI in the box (the harness's own are redacted by the runner).
-        redact_tree(self.files.logs, [v for v in self.redactions if len(v) >= 8])
+        self.redactor.tree(self.files.logs)
 
     # capabilities ---------------------------------------------------------------------
 

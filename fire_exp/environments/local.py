@@ -44,7 +44,6 @@ from fire_exp.environments.base import (
     SessionEnd,
     Stream,
 )
-from fire_exp.environments.redaction import redact_text, redact_tree, secret_values
 from fire_exp.tasks.model import Task
 
 # Variables of the user's environment that commands may see; everything else (API keys
@@ -194,10 +193,9 @@ class LocalEnvironment(Environment):
         if env:
             req["env_extra"] = dict(env)
         reply = self._request(req)
-        secrets = secret_values()
         return ExecResult(exit_code=reply["exit_code"],
-                          stdout=redact_text(reply["stdout"], secrets),
-                          stderr=redact_text(reply["stderr"], secrets),
+                          stdout=self.redactor.text(reply["stdout"]),
+                          stderr=self.redactor.text(reply["stderr"]),
                           timed_out=reply["timed_out"], duration_s=reply["duration_s"])
 
     def end_agent_session(self) -> SessionEnd:
@@ -206,7 +204,7 @@ class LocalEnvironment(Environment):
         reply = self._request({"op": "hangup", "grace": 0.3})
         self._host.wait(timeout=10)
         self._host = None
-        redact_tree(self.files.logs)
+        self.redactor.tree(self.files.logs)
         return SessionEnd(hung_up=reply["hung_up"], killed=reply["killed"],
                           survivors=reply["survivors"])
 
@@ -222,9 +220,8 @@ class LocalEnvironment(Environment):
             proc = subprocess.Popen(["bash", "-c", command], cwd=cwd or self.paths.workdir,
                                     env=self.env() | dict(env or {}), stdout=out, stderr=err,
                                     stdin=subprocess.DEVNULL, start_new_session=True)
-            timed_out = _wait(proc, start + timeout, out, stream)
-            secrets = secret_values()
-            texts = [redact_text(_read_all(fh), secrets) for fh in (out, err)]
+            timed_out = _wait(proc, start + timeout, out, stream, self.redactor.text)
+            texts = [self.redactor.text(_read_all(fh)) for fh in (out, err)]
         return ExecResult(exit_code=124 if timed_out else int(proc.returncode),
                           stdout=texts[0], stderr=texts[1], timed_out=timed_out,
                           duration_s=time.monotonic() - start)
@@ -249,7 +246,7 @@ class LocalEnvironment(Environment):
                 self._host.wait(timeout=10)
             self._host = None
             kill_marked(self.marker)
-            redact_tree(self.files.logs)
+            self.redactor.tree(self.files.logs)
             if not self.keep_workdir:
                 shutil.rmtree(self.box, ignore_errors=True)
         except Exception:  # noqa: BLE001 - stop() must never raise
@@ -262,7 +259,7 @@ def _read_all(fh: Any) -> str:
 
 
 def _wait(proc: subprocess.Popen[bytes], deadline: float, out: Any,
-          stream: Stream | None) -> bool:
+          stream: Stream | None, redact: Callable[[str], str]) -> bool:
     """Wait for ``proc`` until ``deadline``, feeding ``stream`` what ``out`` gains; past the
     deadline kill its process group. Returns whether it timed out."""
     sent = 0
@@ -273,7 +270,7 @@ def _wait(proc: subprocess.Popen[bytes], deadline: float, out: Any,
             chunk = os.pread(out.fileno(), 1 << 20, sent)
             if chunk:
                 sent += len(chunk)
-                stream(redact_text(chunk.decode("utf-8", "replace"), secret_values()))
+                stream(redact(chunk.decode("utf-8", "replace")))
 
     while True:
         try:

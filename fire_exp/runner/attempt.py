@@ -22,7 +22,6 @@ from fire_exp.agents.base import Agent, AgentOutcome, BoxedAgent, ProviderError
 from fire_exp.agents.session import AgentSession, AgentTimeout, AttemptContext
 from fire_exp.attempt_paths import AttemptPaths
 from fire_exp.environments.base import Environment, EnvironmentFailure, VerifierResult
-from fire_exp.environments.redaction import redact_tree
 from fire_exp.errors import ProtocolError
 from fire_exp.policies.arms import ARM_REGISTRY
 from fire_exp.policies.model import Family, Step
@@ -200,7 +199,7 @@ def run_attempt(spec: AttemptSpec, env: Environment, agent: Agent, arm_families:
     coded = code_funnel(trajectory, task.instruction, coding, runtime, passed,
                         policy_arm=context.policy_arm)
     _write_logs(env.files, session, runtime, verifier)
-    redact_tree(env.files.logs)  # every file of the attempt, as the transcript
+    env.redactor.tree(env.files.logs)  # every file of the attempt, as the transcript
     usage = outcome.usage if outcome.usage is not None else Usage()
     validity = check_attempt(context.policy_arm, arm_families, runtime.events,
                              agent_ran=session is not None)

@@ -49,7 +49,6 @@ from fire_exp.attempt_paths import AttemptPaths
 from fire_exp.environments.agent_install import AgentInstall, InstallSpec
 from fire_exp.environments.base import Capability, Environment, EnvironmentFailure
 from fire_exp.environments.hook_transport import HookEndpoint, HookTransport
-from fire_exp.environments.redaction import redact_text
 from fire_exp.errors import PreflightError
 from fire_exp.policies.hook_answerer import HookAnswerer
 from fire_exp.policies.hook_settings import hook_command, settings_document
@@ -61,7 +60,6 @@ from fire_exp.tasks.model import Task
 
 _PACKAGE_PARENT = str(Path(fire_exp.__file__).resolve().parent.parent)
 _KEPT = 4000
-_MIN_SECRET = 8
 _CHECK_S = 30.0
 
 
@@ -193,7 +191,7 @@ class CodingCliAgent:
         self._check_binary(env, binary)
         target = bridge_target(session.context)
         passed = self._passed()
-        env.redactions = list(passed.values())  # out of every log the box hands back
+        env.redactor.add(passed.values())  # out of every log of the attempt
         agent_dir, out_dir = env.paths.agent, f"{env.paths.agent}/out"
         transport: HookTransport | None = None
         egress = None
@@ -265,10 +263,6 @@ class CodingCliAgent:
     def _passed(self) -> dict[str, str]:
         return {k: os.environ[k] for k in self.env_passthrough if k in os.environ}
 
-    def redact(self, text: str) -> str:
-        """``text`` without the values of the passed-through variables (the CLI's key)."""
-        return redact_text(text, [v for v in self._passed().values() if len(v) >= _MIN_SECRET])
-
     def _fetch_output(self, env: Environment, out_dir: str) -> None:
         """Bring the CLI's output home, redacted, and remove it from the box."""
         files = env.files
@@ -279,7 +273,7 @@ class CodingCliAgent:
                 text = env.read_file(f"{out_dir}/{name}").decode("utf-8", "replace")
             except EnvironmentFailure:
                 text = ""
-            dest.write_text(self.redact(text))
+            dest.write_text(env.redactor.text(text))
         env.remove(out_dir)
 
     # reading the run back --------------------------------------------------------------
@@ -298,7 +292,7 @@ class CodingCliAgent:
         if code != 0 or transcript.errors:
             stderr = files.cli_stderr.read_text(errors="replace")
             message = f"{self.binary} exited {code}: " + \
-                self.redact("; ".join(transcript.errors) or stderr[-600:])
+                session.env.redactor.text("; ".join(transcript.errors) or stderr[-600:])
             if not transcript.commands:
                 raise ProviderError(message, before_action=True)
             return AgentOutcome(usage=usage, cause=Cause.AGENT_ERROR, error=message)
@@ -308,7 +302,7 @@ class CodingCliAgent:
                    summary: ActivitySummary, policy_arm: bool) -> None:
         denied = Counter(summary.denied_commands)
         for cmd in transcript.commands:
-            output = self.redact(cmd.output)[-_KEPT:]
+            output = session.env.redactor.text(cmd.output)[-_KEPT:]
             if cmd.paths:  # a file edit: a write event for the extractors
                 session.trajectory.append(Step(len(session.trajectory), "edit", cmd.command,
                                                cmd.exit_code, output, paths=cmd.paths))
