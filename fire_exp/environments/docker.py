@@ -317,8 +317,9 @@ class DockerEnvironment(Environment):
         start = time.monotonic()
         pid_file = f"/tmp/.fire-exp-run-{secrets.token_hex(4)}.pid"
         script = f"echo $$ > {pid_file}; exec bash -c {shlex.quote(command)}"
+        container = self._running()
         api = self._client.api
-        exec_id = api.exec_create(self._running().id, ["bash", "-c", script],
+        exec_id = api.exec_create(container.id, ["bash", "-c", script],
                                   workdir=cwd or self.paths.workdir, user=user or "",
                                   environment=self.box_env() | dict(env or {}))["Id"]
         out, err = bytearray(), bytearray()
@@ -362,8 +363,9 @@ class DockerEnvironment(Environment):
     # capabilities ---------------------------------------------------------------------
 
     def open_stream(self, argv: Sequence[str]) -> _ExecStream:
+        container = self._running()
         api = self._client.api
-        exec_id = api.exec_create(self._running().id, list(argv), stdin=True, stdout=True,
+        exec_id = api.exec_create(container.id, list(argv), stdin=True, stdout=True,
                                   stderr=True, tty=False, workdir="/")["Id"]
         return _ExecStream(api.exec_start(exec_id, socket=True))
 
