@@ -147,7 +147,7 @@ class Environment(ABC):
     @property
     @abstractmethod
     def paths(self) -> BoxPaths:
-        """The box's paths for the working folder, logs, tests and solution."""
+        """The box's paths: working folder, logs, tests, solution and the agent's folder."""
 
     @abstractmethod
     def start(self) -> None:
