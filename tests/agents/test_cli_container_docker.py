@@ -171,7 +171,7 @@ def test_a_script_install_is_made_once_per_task_image_and_holds_no_key(
             filters={"label": [f"{LABEL}.kind=cli", f"{LABEL}.agent=h16test-claude"]}))
         start = time.monotonic()
         again = prepare_cli_image(engine, "h16test-claude",
-                                  task_image.labels[f"{LABEL}.from"], agent.install)
+                                  task_image.labels[f"{LABEL}.from"], agent.install.spec)
         assert time.monotonic() - start < 2 and again in task_image.tags  # cached
         config = task_image.attrs["Config"]
         assert KEY not in json.dumps(config) and KEY not in json.dumps(task_image.history())
