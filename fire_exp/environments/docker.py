@@ -342,8 +342,9 @@ class DockerEnvironment(Environment):
             worker.join(min(0.25, max(deadline - time.monotonic(), 0.0)))
         timed_out = worker.is_alive()
         if timed_out:
-            # The exec'd bash leads its own session and process group: kill the group.
-            self._sh(f"kill -9 -- -$(cat {pid_file})")
+            # The exec'd bash leads its own session and process group: kill the group
+            # (bash's kill: dash's takes no ``--``).
+            container.exec_run(["bash", "-c", f"kill -9 -- -$(cat {pid_file})"])
             worker.join(_KILL_GRACE_S)
         self._sh(f"rm -f {pid_file}")
         if errors:

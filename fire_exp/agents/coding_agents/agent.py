@@ -187,6 +187,7 @@ class CodingCliAgent:
     def run(self, session: AgentSession, *, rng: np.random.Generator) -> AgentOutcome:
         """Run the CLI on the task; read back its commands, usage and hook events."""
         env, files = session.env, session.env.files
+        files.agent_logs.mkdir(parents=True, exist_ok=True)  # the egress log lands there
         binary = env.agent_binary(self.install)
         self._check_binary(env, binary)
         target = bridge_target(session.context)
@@ -266,7 +267,6 @@ class CodingCliAgent:
     def _fetch_output(self, env: Environment, out_dir: str) -> None:
         """Bring the CLI's output home, redacted, and remove it from the box."""
         files = env.files
-        files.agent_logs.mkdir(parents=True, exist_ok=True)
         for name, dest in (("cli-stdout.jsonl", files.cli_stdout),
                            ("cli-stderr.txt", files.cli_stderr)):
             try:
