@@ -257,7 +257,8 @@ def _wait_for_sleep(client: Any, proc: subprocess.Popen[str]) -> Any:
         try:
             for c in client.containers.list(ignore_removed=True, filters={
                     "label": f"{LABEL}.owner-pid={proc.pid}"}):
-                top = " ".join(" ".join(p) for p in c.top()["Processes"])
+                # A container that is starting or exiting (the preflight's probe) lists none.
+                top = " ".join(" ".join(p) for p in c.top().get("Processes") or [])
                 if "sleep 120" in top and "hook_relay.sh" in top:
                     return c
         except docker.errors.APIError:  # the container went away between list and top

@@ -15,18 +15,12 @@ import re
 import subprocess
 import sys
 
-if sys.argv[1:] == ["--version"]:
-    print("toy-cli 1.0")
-    sys.exit(0)
-ARGS = sys.argv[1:]
-HOOKS = json.load(open(ARGS[ARGS.index("--hooks") + 1]))["hooks"] if "--hooks" in ARGS else {}
 
-
-def fire(event, fields):
+def fire(hooks, event, fields):
     payload = {"session_id": "toy-1", "transcript_path": None, "cwd": os.getcwd(),
                "hook_event_name": event} | fields
     answer = None
-    for group in HOOKS.get(event, []):
+    for group in hooks.get(event, []):
         if "matcher" in group and not re.fullmatch(group["matcher"], fields.get("tool_name", "")):
             continue
         for handler in group["hooks"]:
@@ -37,16 +31,26 @@ def fire(event, fields):
     return answer
 
 
-fire("UserPromptSubmit", {"prompt": ARGS[ARGS.index("--prompt") + 1]})
-for command in json.loads(os.environ.get("TOY_CLI_SCRIPT", "[]")):
-    tool = {"tool_name": "Bash", "tool_input": {"command": command}}
-    answer = fire("PreToolUse", tool) or {}
-    if answer.get("hookSpecificOutput", {}).get("permissionDecision") == "deny":
-        print(json.dumps({"denied": command}), flush=True)
-        continue
-    proc = subprocess.run(["bash", "-c", command], capture_output=True, text=True)
-    fire("PostToolUse", tool | {"tool_response": {"stdout": proc.stdout}})
-    print(json.dumps({"ran": command, "exit": proc.returncode, "output": proc.stdout}),
-          flush=True)
-fire("Stop", {"stop_hook_active": False})
-print(json.dumps({"done": True, "model": "toy-1", "tokens": [100, 20]}), flush=True)
+def main():
+    args = sys.argv[1:]
+    if args == ["--version"]:
+        print("toy-cli 1.0")
+        return
+    hooks = json.load(open(args[args.index("--hooks") + 1]))["hooks"] if "--hooks" in args else {}
+    fire(hooks, "UserPromptSubmit", {"prompt": args[args.index("--prompt") + 1]})
+    for command in json.loads(os.environ.get("TOY_CLI_SCRIPT", "[]")):
+        tool = {"tool_name": "Bash", "tool_input": {"command": command}}
+        answer = fire(hooks, "PreToolUse", tool) or {}
+        if answer.get("hookSpecificOutput", {}).get("permissionDecision") == "deny":
+            print(json.dumps({"denied": command}), flush=True)
+            continue
+        proc = subprocess.run(["bash", "-c", command], capture_output=True, text=True)
+        fire(hooks, "PostToolUse", tool | {"tool_response": {"stdout": proc.stdout}})
+        print(json.dumps({"ran": command, "exit": proc.returncode, "output": proc.stdout}),
+              flush=True)
+    fire(hooks, "Stop", {"stop_hook_active": False})
+    print(json.dumps({"done": True, "model": "toy-1", "tokens": [100, 20]}), flush=True)
+
+
+if __name__ == "__main__":
+    main()
