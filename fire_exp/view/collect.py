@@ -36,8 +36,14 @@ def secret_redactor(environ: Mapping[str, str] | None = None) -> Redact:
     return lambda text: redact_text(text, secrets)
 
 
-def format_cell(value: object) -> object:
-    """A table cell for the page: floats to 4 decimals (NaN empty, inf as text)."""
+def is_percent(column: str) -> bool:
+    """Whether a table column holds percentages or percentage points (``*_pct``, ``*_pp``)."""
+    return column.endswith(("_pct", "_pp"))
+
+
+def format_cell(value: object, decimals: int = 4) -> object:
+    """A table cell for the page: floats to ``decimals`` places (4; percentages 1, as the
+    report prints them), NaN empty, inf as text."""
     if isinstance(value, bool) or value is None:
         return value
     if isinstance(value, float):
@@ -45,17 +51,21 @@ def format_cell(value: object) -> object:
             return None
         if math.isinf(value):
             return str(value)  # "inf", as the Markdown tables print it
-        return float(f"{value:.4g}") if abs(value) < 1e-3 and value != 0 else round(value, 4)
+        if decimals == 4 and abs(value) < 1e-3 and value != 0:
+            return float(f"{value:.4g}")
+        return round(value, decimals) + 0.0  # + 0.0: no "-0"
     if isinstance(value, int):
         return value
     if hasattr(value, "item"):  # numpy scalars
-        return format_cell(value.item())
+        return format_cell(value.item(), decimals)
     return str(value)
 
 
 def table_data(name: str, frame: pd.DataFrame) -> dict[str, Any]:
-    """One analysis table as ``{name, columns, rows}``."""
-    rows = [[format_cell(v) for v in row] for row in frame.itertuples(index=False, name=None)]
+    """One analysis table as ``{name, columns, rows}`` (percentages to one decimal)."""
+    places = [1 if is_percent(str(c)) else 4 for c in frame.columns]
+    rows = [[format_cell(v, d) for v, d in zip(row, places, strict=True)]
+            for row in frame.itertuples(index=False, name=None)]
     return {"name": name, "columns": [str(c) for c in frame.columns], "rows": rows}
 
 

@@ -61,7 +61,7 @@ def test_every_page_loads_without_console_errors(browser, site, served, origin):
     for route, ready in [("", "#table-contrasts"), ("#grid", "#grid a.cell"),
                          ("#attempts", "#attempt-list tbody tr"),
                          ("#attempt/0", "ol.timeline li.step"),
-                         ("#compare?task=recover-wal-orders", ".side ol.timeline")]:
+                         ("#compare?task=recover-wal-orders", "#aligned .item")]:
         _open(browser, base + route, ready)
         assert _errors(browser) == [], route
         # Parts of a page are elements; a bare text child would be a rendering slip ("null").

@@ -10,9 +10,10 @@ import pytest
 
 from fire_exp.analysis import analyze
 from fire_exp.cli import main as fire_exp_main
-from fire_exp.view import build_view, secret_redactor
+from fire_exp.view import build_view, collect, secret_redactor
 from fire_exp.view.attempt import timeline
 from fire_exp.view.collect import table_data
+from fire_exp.view.site import without_machine_paths
 from tests.conftest import REPO
 from tests.view.conftest import HOSTILE, SECRET
 
@@ -72,9 +73,14 @@ def test_the_site_needs_no_network(site):
 
 def test_overview_tables_are_the_analysis_tables(site, demo_run):
     index = _index(site)
-    result = analyze(demo_run, REPO / "analysis" / "demo.yaml")
+    data = collect(demo_run, REPO / "analysis" / "demo.yaml")
+    result = data.result
     expected = [table_data(n, f) for n, f in result.tables().items() if not f.empty]
-    assert index["tables"] == json.loads(json.dumps(expected))
+    # As the analysis computed them, with the building machine's folders left out.
+    assert index["tables"] == json.loads(json.dumps(without_machine_paths(expected, data)))
+    prereg = next(t for t in index["tables"] if t["name"] == "prereg")
+    assert not [row for row in prereg["rows"] if str(REPO) in str(row)]
+    assert any(row[1].startswith("configs/") for row in prereg["rows"])
     assert index["notes"] == list(result.notes)
     assert index["prereg"]["panel"] == "demo" and len(index["prereg"]["sha256"]) == 64
     assert sum(n for *_, n in index["grid"]) == result.metadata["n_scored"] == 15
