@@ -40,6 +40,7 @@ MARKER = ".fire-exp-view"
 OWNED = ("data", "figures", "index.html", "view.js", "view.css", MARKER)
 SHARD = 500  # attempt files per folder, so no folder holds tens of thousands of files
 SEARCH_OUTPUT_KEPT = 2000  # characters of one command's output the search reads
+SEARCH_OUTPUTS_KEPT = 20_000  # and of all one attempt's outputs together
 COLUMNS = ["task", "arm", "replicate", "cohort", "passed", "reward", "cause", "fired",
            "state", "behavior", "near_miss", "families", "valid", "replaced", "id",
            "tokens", "cost", "duration"]
@@ -238,7 +239,7 @@ def _search_text(detail: dict[str, Any]) -> list[str]:
             outputs.append(item["output"][:SEARCH_OUTPUT_KEPT])
         elif item["kind"] == "message":
             messages += [item["text"], *item["calls"], *item["commands"]]
-    return ["\n".join(commands), "\n".join(outputs), "\n".join(messages)]
+    return ["\n".join(commands), "\n".join(outputs)[:SEARCH_OUTPUTS_KEPT], "\n".join(messages)]
 
 
 def _csv_details(data: RunData) -> list[dict[str, Any]]:

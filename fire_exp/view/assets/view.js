@@ -36,6 +36,8 @@
   const pct = (v) => (typeof v === "number" ? v.toFixed(1) : fmt(v));
   const signed = (v) => (v > 0 ? "+" : "") + v.toFixed(1);
   const isPercent = (column) => /_(pct|pp)$/.test(column);
+  // p-values as the report prints them: three decimals (smaller ones in powers of ten).
+  const pval = (p) => (typeof p !== "number" ? fmt(p) : p > 0 && p < 0.001 ? p.toExponential(1) : p.toFixed(3));
   const pre = (text, cls) => el("pre", { class: cls || "" }, text === null ? "" : text);
   const folded = (summary, body, open) => el("details", { open: open || null },
     el("summary", {}, summary), body);
@@ -147,11 +149,11 @@
       el("h2", {}, "Primary contrast (preregistered)"),
       el("p", { class: "big" }, el("b", {}, name), ` on ${cohort}: `,
         el("b", { class: "estimate" }, typeof est === "number" ? signed(est) + " points" : "unknown"),
-        `, 95 % CI ${ci(primary)}, p = ${fmt(t.get(primary, "p_value"))} (${fmt(t.get(primary, "p_method"))}), `,
+        `, 95 % CI ${ci(primary)}, p = ${pval(t.get(primary, "p_value"))} (${fmt(t.get(primary, "p_method"))}), `,
         `${fmt(t.get(primary, "n_tasks"))} tasks · `, contrastLink(name, cohort, "the tasks behind it")),
       secondaries.length ? table(["secondary contrast", `Δ points (${cohort})`, "95 % CI", "p", "Holm p", "tasks", ""],
         secondaries.map((r) => [t.get(r, "contrast"), typeof t.get(r, "estimate_pp") === "number" ? signed(t.get(r, "estimate_pp")) : "unknown",
-          ci(r), t.get(r, "p_value"), t.get(r, "p_holm"), t.get(r, "n_tasks"),
+          ci(r), pval(t.get(r, "p_value")), pval(t.get(r, "p_holm")), t.get(r, "n_tasks"),
           contrastLink(t.get(r, "contrast"), cohort, "tasks")])) : null);
   }
   function passRateTable() {
@@ -428,7 +430,7 @@
     const n = (f) => items.filter(f).length;
     const events = items.reduce((k, s) => k + (s.events ? s.events.length : 0), 0);
     const parts = [[n((s) => s.kind === "command"), "command"], [n((s) => s.kind === "edit"), "file edit"],
-      [n((s) => s.kind === "stop"), "stop"], [n((s) => s.kind === "message" && s.role === "assistant"), "agent message"],
+      [n((s) => s.kind === "stop"), "stop"], [n((s) => s.kind === "message" && s.role === "assistant" && isShown(s)), "agent message"],
       [events, "policy event"]];
     return parts.filter(([k]) => k).map(([k, w]) => `${k} ${w}${k === 1 ? "" : "s"}`).join(", ") || "empty";
   }
