@@ -6,7 +6,8 @@ from pathlib import Path
 
 from fire_exp.analysis import AnalysisPlan
 from fire_exp.view.collect import collect, secret_redactor
-from fire_exp.view.site import Site, check_out, write_site
+from fire_exp.view.out_folder import check_out
+from fire_exp.view.site import Site, write_site
 
 __all__ = ["build_view", "default_out"]
 

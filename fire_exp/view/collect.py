@@ -18,9 +18,11 @@ import pandas as pd
 
 from fire_exp.analysis import AnalysisPlan, AnalysisResult, RunInputs, analyze, read_run
 from fire_exp.environments.redaction import redact_text, secret_values
+from fire_exp.paths import PACKAGE_DIR
 from fire_exp.records import AttemptRecord
 
-__all__ = ["Redact", "RunData", "collect", "format_cell", "secret_redactor", "table_data"]
+__all__ = ["Redact", "RunData", "collect", "format_cell", "secret_redactor", "table_data",
+           "without_machine_paths"]
 
 # Names of environment variables whose values are secrets (API keys, tokens, passwords).
 Redact = Callable[[str], str]
@@ -121,3 +123,29 @@ def collect(run: Path | str, plan: AnalysisPlan | Path | str | None = None) -> R
     digest = (hashlib.sha256(prereg.read_bytes()).hexdigest()
               if inputs.prereg is not None and prereg is not None else None)
     return RunData(inputs, result, records, digest)
+
+
+def _machine_folders(data: RunData) -> list[tuple[str, str]]:
+    """Folders of the machine that builds the site, longest first, and what replaces them:
+    the run folder, the plan's folder, the fire-exp checkout and the working folder (their
+    contents named relative to them) and the home folder (``~``)."""
+    plan = data.result.metadata.get("plan_path")
+    folders = {data.run_dir, data.run_dir.resolve(), PACKAGE_DIR.parent, Path.cwd(),
+               *([Path(str(plan)).parent] if plan else [])}
+    pairs = [(str(f) + "/", "") for f in folders if len(f.parts) > 1]
+    pairs += [(str(f), f.name) for f in folders if len(f.parts) > 1]
+    pairs += [(str(Path.home()) + "/", "~/")] if len(Path.home().parts) > 1 else []
+    return sorted(pairs, key=lambda p: -len(p[0]))
+
+
+def without_machine_paths(value: Any, data: RunData) -> Any:
+    """``value`` (text, or lists and dicts of it) without the paths of the machine that
+    builds the site (``_machine_folders``)."""
+    if isinstance(value, dict):
+        return {k: without_machine_paths(v, data) for k, v in value.items()}
+    if isinstance(value, list):
+        return [without_machine_paths(v, data) for v in value]
+    if isinstance(value, str) and "/" in value:
+        for folder, replacement in _machine_folders(data):
+            value = value.replace(folder, replacement)
+    return value

@@ -27,17 +27,14 @@ from pathlib import Path
 from typing import Any
 
 from fire_exp.analysis import arms_in_order, parse_contrast
-from fire_exp.errors import InputError
-from fire_exp.paths import PACKAGE_DIR
 from fire_exp.view.attempt import attempt_detail, is_near_miss
-from fire_exp.view.collect import Redact, RunData, format_cell, table_data
+from fire_exp.view.collect import Redact, RunData, format_cell, table_data, without_machine_paths
 from fire_exp.view.figures import draw_figures
+from fire_exp.view.out_folder import MARKER, check_out, clear_site
 
-__all__ = ["SHARD", "Site", "attempt_script", "write_site"]
+__all__ = ["SHARD", "Site", "attempt_script", "build_index", "write_site"]
 
 ASSETS = Path(__file__).with_name("assets")
-MARKER = ".fire-exp-view"
-OWNED = ("data", "figures", "index.html", "view.js", "view.css", MARKER)
 SHARD = 500  # attempt files per folder, so no folder holds tens of thousands of files
 SEARCH_OUTPUT_KEPT = 2000  # characters of one command's output the search reads
 SEARCH_OUTPUTS_KEPT = 20_000  # and of all one attempt's outputs together
@@ -74,21 +71,6 @@ def _js(value: Any) -> str:
     # "<" escaped so no text can close a script element, even if one inlines the file.
     return json.dumps(exact(value), ensure_ascii=False, separators=(",", ":"),
                       allow_nan=False).replace("<", "\\u003c")
-
-
-def check_out(out: Path) -> None:
-    """Refuse an ``out`` the site does not own: a file, or a folder with other content.
-
-    Raises:
-        InputError: ``out`` is a file, or a folder that is neither empty nor an earlier
-            explorer site (one holding the ``.fire-exp-view`` marker).
-    """
-    if out.exists() and not out.is_dir():
-        raise InputError(out, "--out", "is a file, not a folder", "name a new or empty folder")
-    if out.is_dir() and not (out / MARKER).is_file() and any(out.iterdir()):
-        raise InputError(out, "--out", f"holds files of its own and no earlier explorer site "
-                         f"(no {MARKER} marker); nothing was written",
-                         "name a new or empty folder")
 
 
 def attempt_script(index: int) -> str:
@@ -165,32 +147,6 @@ def _contrasts(data: RunData) -> list[dict[str, str]]:
     roles = ["primary"] + ["secondary"] * (len(data.result.plan.contrasts) - 1)
     return [{"name": c, "a": parse_contrast(c)[0], "b": parse_contrast(c)[1], "role": role}
             for c, role in zip(data.result.plan.contrasts, roles, strict=True)]
-
-
-def _machine_folders(data: RunData) -> list[tuple[str, str]]:
-    """Folders of the machine that builds the site, longest first, and what replaces them:
-    the run folder, the plan's folder, the fire-exp checkout and the working folder (their
-    contents named relative to them) and the home folder (``~``)."""
-    plan = data.result.metadata.get("plan_path")
-    folders = {data.run_dir, data.run_dir.resolve(), PACKAGE_DIR.parent, Path.cwd(),
-               *([Path(str(plan)).parent] if plan else [])}
-    pairs = [(str(f) + "/", "") for f in folders if len(f.parts) > 1]
-    pairs += [(str(f), f.name) for f in folders if len(f.parts) > 1]
-    pairs += [(str(Path.home()) + "/", "~/")] if len(Path.home().parts) > 1 else []
-    return sorted(pairs, key=lambda p: -len(p[0]))
-
-
-def without_machine_paths(value: Any, data: RunData) -> Any:
-    """``value`` (text, or lists and dicts of it) without the paths of the machine that
-    builds the site (``_machine_folders``)."""
-    if isinstance(value, dict):
-        return {k: without_machine_paths(v, data) for k, v in value.items()}
-    if isinstance(value, list):
-        return [without_machine_paths(v, data) for v in value]
-    if isinstance(value, str) and "/" in value:
-        for folder, replacement in _machine_folders(data):
-            value = value.replace(folder, replacement)
-    return value
 
 
 def build_index(data: RunData, figures: list[Path], out: Path) -> dict[str, Any]:
@@ -276,16 +232,6 @@ def _write_search(out: Path, k: int, rows: list[list[str]]) -> None:
                                                encoding="utf-8")
 
 
-def _clear(out: Path) -> None:
-    """Remove an earlier site's files from ``out`` (only those the site writes)."""
-    for name in OWNED:
-        path = out / name
-        if path.is_dir() and not path.is_symlink():
-            shutil.rmtree(path)
-        elif path.exists() or path.is_symlink():
-            path.unlink()
-
-
 def write_site(data: RunData, out: Path, redact: Redact = str) -> Site:
     """Write the explorer of ``data`` into ``out`` (replacing an earlier site there).
 
@@ -294,7 +240,7 @@ def write_site(data: RunData, out: Path, redact: Redact = str) -> Site:
     """
     check_out(out)
     out.mkdir(parents=True, exist_ok=True)
-    _clear(out)
+    clear_site(out)
     (out / MARKER).write_text("fire-exp view: this folder is a run explorer site; "
                               "`fire-exp view --out` may replace it\n", encoding="utf-8")
     for asset in ASSETS.iterdir():

@@ -12,9 +12,8 @@ import pytest
 from fire_exp.cli import main as fire_exp_main
 from fire_exp.view import build_view, collect, secret_redactor
 from fire_exp.view.attempt import interleave, timeline
-from fire_exp.view.collect import table_data
+from fire_exp.view.collect import table_data, without_machine_paths
 from fire_exp.view.conversation import claude_messages, codex_messages, openai_messages
-from fire_exp.view.site import without_machine_paths
 from tests.conftest import REPO
 from tests.view.conftest import HOSTILE, SECRET
 
