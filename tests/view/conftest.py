@@ -99,13 +99,13 @@ def browser() -> Iterator[Any]:
 
 
 # ---- runs of the other agents: agent=openai (a scripted server), Claude Code and Codex ------
-# (the test stand-in CLI); the same two tasks, one attempt per arm.
+# (the test stand-in CLI); two of the demo's tasks, one attempt of real, sham and baseline.
 LONG = "Let me think about the evidence first. " * 30  # folds on the page
 SAID = {"claude-code": "I will look at the evidence folder before touching anything.",
         "codex": "Checking what the evidence folder holds first."}
 FAKE_CLI = REPO / "tests" / "agents" / "fake_cli.py"
-_PANEL = ("panel=demo", "panel.attempts=1", "panel.eligible=[recover-wal-orders]",
-          "panel.silent=[csv-column-stats]")
+_PANEL = ("panel=demo", "panel.attempts=1", "panel.arms=[real,sham,baseline]",
+          "panel.eligible=[recover-wal-orders]", "panel.silent=[csv-column-stats]")
 
 
 def _openai_reply(body: dict[str, Any], n: int) -> dict[str, Any]:
