@@ -13,10 +13,11 @@ from pathlib import Path
 
 from fire_exp.errors import InputError
 
-__all__ = ["MARKER", "OWNED", "check_out", "clear_site"]
+__all__ = ["ASSETS", "MARKER", "OWNED", "check_out", "clear_site"]
 
+ASSETS = Path(__file__).with_name("assets")  # the page and its code, copied into every site
 MARKER = ".fire-exp-view"
-OWNED = ("data", "figures", "index.html", "view.js", "view.css", MARKER)
+OWNED = ("data", "figures", MARKER, *sorted(p.name for p in ASSETS.iterdir()))
 
 
 def check_out(out: Path) -> None:

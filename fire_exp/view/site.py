@@ -3,7 +3,7 @@
 Layout of ``OUT/``::
 
     .fire-exp-view                    the marker: this folder holds an explorer site
-    index.html, view.js, view.css     the page and its code (copied from fire_exp/view/assets)
+    index.html, *.js, view.css        the page and its code (copied from fire_exp/view/assets)
     data/index.js                     the overview, the grid and one short row per attempt
     data/a/<i // 500>/<i>.js          one attempt's page data, loaded when it is opened
     data/s/<i // 500>.js              the searchable text of 500 attempts, loaded on a search
@@ -30,11 +30,10 @@ from fire_exp.analysis import arms_in_order, parse_contrast
 from fire_exp.view.attempt import attempt_detail, is_near_miss
 from fire_exp.view.collect import Redact, RunData, format_cell, table_data, without_machine_paths
 from fire_exp.view.figures import draw_figures
-from fire_exp.view.out_folder import MARKER, check_out, clear_site
+from fire_exp.view.out_folder import ASSETS, MARKER, check_out, clear_site
 
 __all__ = ["SHARD", "Site", "attempt_script", "build_index", "write_site"]
 
-ASSETS = Path(__file__).with_name("assets")
 SHARD = 500  # attempt files per folder, so no folder holds tens of thousands of files
 SEARCH_OUTPUT_KEPT = 2000  # characters of one command's output the search reads
 SEARCH_OUTPUTS_KEPT = 20_000  # and of all one attempt's outputs together
