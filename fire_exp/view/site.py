@@ -141,11 +141,14 @@ def _csv_columns(data: RunData) -> set[str]:
         return {c.strip() for c in next(csv.reader(f), [])}
 
 
-def _contrasts(data: RunData) -> list[dict[str, str]]:
-    """The plan's contrasts (primary first) with their arms, for the grid's differences."""
+def _contrasts(data: RunData, arms: list[str]) -> list[dict[str, str]]:
+    """The plan's contrasts (primary first) whose arms the run has, for the grid's
+    differences."""
     roles = ["primary"] + ["secondary"] * (len(data.result.plan.contrasts) - 1)
-    return [{"name": c, "a": parse_contrast(c)[0], "b": parse_contrast(c)[1], "role": role}
-            for c, role in zip(data.result.plan.contrasts, roles, strict=True)]
+    pairs = [(c, *parse_contrast(c), role)
+             for c, role in zip(data.result.plan.contrasts, roles, strict=True)]
+    return [{"name": c, "a": a, "b": b, "role": role} for c, a, b, role in pairs
+            if a in arms and b in arms]
 
 
 def build_index(data: RunData, figures: list[Path], out: Path) -> dict[str, Any]:
@@ -169,7 +172,7 @@ def build_index(data: RunData, figures: list[Path], out: Path) -> dict[str, Any]
         "plan": {k: format_meta(plan_meta.get(k)) for k in
                  ("plan", "plan_hash", "seed", "plan_used")},
         "metadata": json.loads(json.dumps(dict(plan_meta), default=str)),
-        "notes": list(res.notes), "contrasts": _contrasts(data),
+        "notes": list(res.notes), "contrasts": _contrasts(data, names["arms"]),
         "tables": [table_data(n, f) for n, f in res.tables().items() if not f.empty],
         "figures": [{"name": p.stem, "src": p.relative_to(out).as_posix()} for p in figures],
         **names, "taskCohort": [lk["cohorts"][cohort_of[t]] for t in tasks],

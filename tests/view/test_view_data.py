@@ -234,3 +234,11 @@ def test_messages_go_before_the_steps_they_caused():
     assert order == [("start", None), ("message", "first a and b"), ("command", "a"),
                      ("command", "b"), ("edit", "Write"), ("message", "done"), ("stop", None)]
     assert interleave(steps, []) == steps
+
+
+def test_the_grid_offers_only_contrasts_whose_arms_the_run_has(tmp_path):
+    frame = pd.read_csv(DATA / "fire_panel_30x2.csv")
+    path = tmp_path / "two-arms.csv"
+    frame[frame["arm"].isin(["real", "baseline"])].to_csv(path, index=False)
+    site = build_view(path, REPO / "analysis" / "demo.yaml", tmp_path / "site")
+    assert [c["name"] for c in _index(site.out)["contrasts"]] == ["real - baseline"]

@@ -206,8 +206,10 @@
   // The paired difference of one task: pass rate under a minus under b, in points (null: an
   // arm has no scored attempt on it, so the task is not in the contrast).
   function taskDiff(cells, t, contrast) {
-    const ca = cells.get(t * D.arms.length + D.arms.indexOf(contrast.a));
-    const cb = cells.get(t * D.arms.length + D.arms.indexOf(contrast.b));
+    const [ia, ib] = [D.arms.indexOf(contrast.a), D.arms.indexOf(contrast.b)];
+    if (ia < 0 || ib < 0) return null;
+    const ca = cells.get(t * D.arms.length + ia);
+    const cb = cells.get(t * D.arms.length + ib);
     return ca && cb && ca[1] && cb[1] ? 100 * (ca[0] / ca[1] - cb[0] / cb[1]) : null;
   }
   function gridRow(t, cells, diff) {
