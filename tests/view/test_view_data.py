@@ -158,6 +158,11 @@ def test_view_out_writes_only_into_an_empty_folder_or_an_earlier_site(demo_run, 
     assert (site / "my-notes.md").read_text() == "kept"
     assert not (site / "data" / "a" / "0" / "stale.js").exists()
     assert len(list((site / "data" / "a").rglob("*.js"))) == 15
+    # A site written before sites carried the marker (nothing but a site's files): replaced.
+    (site / "my-notes.md").unlink()
+    (site / ".fire-exp-view").unlink()
+    assert fire_exp_main(["view", str(demo_run), "--out", str(site)]) == 0
+    assert (site / ".fire-exp-view").is_file()
 
 
 def test_the_run_summary_prints_percentages_with_one_decimal(demo_run):
