@@ -149,6 +149,8 @@ def codex_messages(rows: Iterable[dict[str, Any]]) -> list[Message]:
             paths = [str(c.get("path")) for c in item.get("changes") or []
                      if isinstance(c, dict) and c.get("path")]
             out.append(_message("assistant", commands=[f"apply_patch {' '.join(paths)}"]))
+        elif what == "error":
+            out.append(_message("harness", f"error: {item.get('message') or ''}".strip()))
         elif what:
             name = item.get("tool") or item.get("query") or ""
             out.append(_message("assistant", calls=[f"{what} {name}".strip()]))

@@ -217,10 +217,14 @@ def test_cli_outputs_become_messages():
         {"type": "item.completed", "item": {"type": "command_execution", "command": "ls"}},
         {"type": "item.completed", "item": {"type": "file_change",
                                             "changes": [{"path": "x.py", "kind": "add"}]}},
+        {"type": "item.completed", "item": {"type": "error", "message": "sandbox"}},
+        {"type": "item.completed", "item": {"type": "web_search", "query": "sqlite wal"}},
         {"type": "turn.failed", "error": {"message": "quota"}}])
     assert [(m["role"], m["text"], m["commands"]) for m in codex] == [
         ("assistant", "plan", []), ("assistant", "on it", []), ("assistant", "", ["ls"]),
-        ("assistant", "", ["apply_patch x.py"]), ("harness", "turn.failed: quota", [])]
+        ("assistant", "", ["apply_patch x.py"]), ("harness", "error: sandbox", []),
+        ("assistant", "", []), ("harness", "turn.failed: quota", [])]
+    assert codex[5]["calls"] == ["web_search sqlite wal"]
 
 
 def test_messages_go_before_the_steps_they_caused():
