@@ -14,6 +14,8 @@ level's grain).
 
 from __future__ import annotations
 
+import functools
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -38,31 +40,34 @@ class LatticeSignFlip:
 
     max_bytes: int = 256 * 2**20
     _tables: dict[tuple[int, ...], np.ndarray] = field(default_factory=dict)
-    _nulls: dict[tuple[tuple[int, ...], tuple[int, ...], bool], np.ndarray] = field(
-        default_factory=dict)
     _bytes: int = 0
+    # lattice_null(mags, counts), memoized (prefixes included) where a lookup costs least
+    _null: Callable[[tuple[int, ...], tuple[int, ...], bool], np.ndarray] = field(
+        init=False, repr=False)
 
-    def _null(self, mags: tuple[int, ...], counts: tuple[int, ...], exact: bool) -> np.ndarray:
-        """``lattice_null(mags, counts)``, built on the cached null of its prefix."""
-        key = (mags, counts, exact)
-        if key not in self._nulls:
-            start = self._null(mags[:-1], counts[:-1], exact) if len(mags) > 1 else None
-            self._nulls[key] = lattice_null(mags[-1:], counts[-1:], exact=exact, start=start)
-            self._bytes += self._nulls[key].nbytes
-        return self._nulls[key]
+    def __post_init__(self) -> None:
+        self._null = functools.lru_cache(maxsize=None)(self._extend)
+
+    def _extend(self, mags: tuple[int, ...], counts: tuple[int, ...], exact: bool,
+                ) -> np.ndarray:
+        """The null of ``mags``/``counts``: its prefix's null, one magnitude further."""
+        start = self._null(mags[:-1], counts[:-1], exact) if len(mags) > 1 else None
+        null = lattice_null(mags[-1:], counts[-1:], exact=exact, start=start)
+        self._bytes += null.nbytes
+        return null
 
     def table(self, key: tuple[int, ...]) -> np.ndarray:
         """p by |S| for the key (gcd, count of magnitude 1, ..., count of magnitude K)."""
         if key not in self._tables:
             if self._bytes > self.max_bytes:
                 self._tables.clear()
-                self._nulls.clear()
+                self._null.cache_clear()  # type: ignore[attr-defined]
                 self._bytes = 0
             g, counts = key[0], key[1:]
-            present = [(v // g, n) for v, n in enumerate(counts, start=1) if n > 0]
-            m = sum(n for _, n in present)
-            null = self._null(tuple(v for v, _ in present), tuple(n for _, n in present),
-                              m <= EXACT_TASKS) if present else np.ones(1, dtype=np.int64)
+            mags = tuple(v // g for v, n in enumerate(counts, start=1) if n)
+            present = tuple(n for n in counts if n)
+            m = sum(present)
+            null = self._null(mags, present, m <= EXACT_TASKS) if m else np.ones(1, np.int64)
             self._tables[key] = lattice_p_by_sum(null, m)
             self._bytes += self._tables[key].nbytes
         return self._tables[key]
