@@ -191,6 +191,11 @@ def test_no_import_runs_up_the_layers(graph, layers) -> None:
     assert not found, "imports up the layers of docs/architecture.md:\n" + "\n".join(found)
 
 
+def test_the_attempt_record_sits_at_the_bottom(graph) -> None:
+    assert set(graph["fire_exp.records"]) <= {"fire_exp.errors"}
+    assert not graph["fire_exp.errors"]
+
+
 def test_no_import_circle_beyond_the_allowed_ones(graph) -> None:
     found = circles(graph)
     new = [one_cycle(graph, c) for c in found if c not in ALLOWED_CIRCLES]
