@@ -1,5 +1,5 @@
 """Environments: one attempt's box, one contract (``base.Environment``), two backends
-(local, docker) and the verifier written once on the contract."""
+(local, docker) and the verifier written once on the contract (``Environment.run_verifier``)."""
 
 from fire_exp.environments.base import (
     BoxPaths,
@@ -12,7 +12,6 @@ from fire_exp.environments.base import (
 )
 from fire_exp.environments.local import LocalEnvironment
 from fire_exp.environments.reward import parse_reward, read_reward_dir
-from fire_exp.environments.verifier import run_verifier
 
 __all__ = [
     "BoxPaths",
@@ -25,5 +24,4 @@ __all__ = [
     "VerifierResult",
     "parse_reward",
     "read_reward_dir",
-    "run_verifier",
 ]

@@ -5,7 +5,7 @@ An environment is one attempt's box. Its lifecycle, in order::
     start()                 build/prepare the box; raises EnvironmentFailure
     exec(command, timeout)  run one agent command in the agent's session
     end_agent_session()     the agent is done: what it left attached to its session dies
-    run_verifier()          the verifier (verifier.py, written once on this contract)
+    run_verifier()          the verifier, written once on this contract
     stop()                  remove everything the attempt started; idempotent, never raises
 
 Besides the agent's session a box runs processes of its own (``run``: the verifier, a
@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import shlex
 import threading
+import time
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -33,10 +34,18 @@ from pathlib import Path
 from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
-from fire_exp.attempt_paths import AttemptPaths
+from fire_exp.attempt_paths import (
+    REWARD_JSON,
+    REWARD_TXT,
+    TEST_STDOUT,
+    VERIFIER_LOGS,
+    AttemptPaths,
+    in_box,
+)
 from fire_exp.environments.archives import extract_archive, single_file, tar_directory, tar_file
+from fire_exp.environments.failure import EnvironmentFailure as EnvironmentFailure
 from fire_exp.environments.redaction import Redactor
-from fire_exp.errors import FireExpError
+from fire_exp.environments.reward import read_reward_dir
 from fire_exp.records import Cause
 from fire_exp.tasks.model import Task
 
@@ -46,16 +55,8 @@ if TYPE_CHECKING:
     from fire_exp.environments.hook_transport import HookEndpoint, HookTransport, LineStream
 
 Stream = Callable[[str], None]
-
-
-class EnvironmentFailure(FireExpError):
-    """The box could not be prepared or died: the model had no fair attempt.
-
-    Inside an attempt the runner records it as ``environment_failed``; outside one (the
-    ``images`` and ``cleanup`` commands) the CLI prints it as one line.
-    """
-
-    cause = Cause.ENVIRONMENT_FAILED
+STDOUT_KEPT = 4000  # characters of test.sh's output kept in the verifier's result
+_HOUSEKEEPING_S = 60.0
 
 
 @dataclass(frozen=True)
@@ -226,10 +227,13 @@ class Environment(ABC):
         return None
 
     def run_verifier(self) -> VerifierResult:
-        """Upload ``tests/``, run ``tests/test.sh`` under its timeout, read the reward."""
-        from fire_exp.environments.verifier import run_verifier
-
-        return run_verifier(self)
+        """The verifier, written once on this contract for every backend: after the agent's
+        session has ended, stale reward files go, ``tests/`` is uploaded (only now: the agent
+        never saw it), ``tests/test.sh`` runs under the task's verifier timeout as a process
+        of its own (exit code ignored, output to ``logs/verifier/test-stdout.txt``), the
+        box's logs come home, and the reward is read there by the one parser
+        (:func:`fire_exp.environments.reward.read_reward_dir`, the Harbor contract)."""
+        return _verify(self)
 
     # capabilities ---------------------------------------------------------------------
 
@@ -318,3 +322,28 @@ class Environment(ABC):
     def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
                  tb: TracebackType | None) -> None:
         self.stop()
+
+
+def _verify(env: Environment) -> VerifierResult:
+    """The verifier of every backend (see ``Environment.run_verifier``)."""
+    start = time.monotonic()
+    box = env.paths
+    logs = box.logs
+    stale = " ".join(shlex.quote(in_box(logs, name)) for name in (REWARD_TXT, REWARD_JSON))
+    env.run(f"rm -f {stale}; mkdir -p {shlex.quote(in_box(logs, VERIFIER_LOGS))}",
+            timeout=_HOUSEKEEPING_S, cwd="/")
+    env.upload(env.task.tests_dir, box.tests)
+    script = shlex.quote(f"{box.tests}/test.sh")
+    result = env.run(f"exec bash {script} > {shlex.quote(in_box(logs, TEST_STDOUT))} 2>&1 "
+                     "< /dev/null", timeout=env.task.verifier.timeout_sec,
+                     env=env.task.verifier.env, cwd=box.workdir)
+    env.collect_logs()
+    out = env.files.test_stdout
+    stdout = out.read_text(errors="replace")[-STDOUT_KEPT:] if out.is_file() else ""
+    if result.timed_out:
+        return VerifierResult(reward=None, cause=Cause.VERIFIER_TIMEOUT,
+                              message="the verifier timed out",
+                              duration_s=time.monotonic() - start, stdout=stdout)
+    reward, rewards, cause, message = read_reward_dir(env.files.verifier_logs)
+    return VerifierResult(reward=reward, rewards=rewards, cause=cause, message=message,
+                          duration_s=time.monotonic() - start, stdout=stdout)

@@ -16,7 +16,7 @@ Per attempt it
    command is one request on that socket, a ``bash -c`` child of the session leader;
 4. at the end of the agent phase hangs the session up: what is attached to it dies, a
    ``setsid`` server with redirected streams survives, exactly as in the local environment;
-5. runs the verifier (``verifier.py``); ``collect_logs`` copies ``/logs`` to ``ATTEMPT/logs``;
+5. runs the verifier (``Environment.run_verifier``); ``collect_logs`` copies ``/logs`` to ``ATTEMPT/logs``;
 6. removes the container (also on errors and Ctrl-C; ``stop()`` never raises).
 
 Every container carries the label ``fire-exp=1`` and the attempt's, run's and owning
@@ -25,10 +25,8 @@ process's labels, so ``fire-exp cleanup`` finds what a killed run left behind.
 
 from __future__ import annotations
 
-import os
 import secrets
 import shlex
-import socket
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -51,7 +49,13 @@ from fire_exp.environments.base import (
 from fire_exp.environments.docker_channel import ExecChannel
 from fire_exp.environments.docker_install import mounts, prepare_cli_image, try_binary
 from fire_exp.environments.egress import EgressProxy, ensure_egress_network, gateway_of
-from fire_exp.environments.images import BASE_IMAGE, LABEL, ensure_task_image, slug
+from fire_exp.environments.images import (
+    BASE_IMAGE,
+    LABEL,
+    ensure_task_image,
+    owner_labels,
+    slug,
+)
 from fire_exp.errors import PreflightError
 from fire_exp.tasks.model import Task
 
@@ -91,12 +95,6 @@ def docker_client() -> Any:
         return client
     except Exception as exc:  # noqa: BLE001 - any failure here means no engine
         raise EnvironmentFailure(f"cannot reach the Docker engine: {exc}") from exc
-
-
-def owner_labels() -> dict[str, str]:
-    """Labels naming the process that owns a container (``fire-exp cleanup`` checks it)."""
-    return {LABEL: "1", f"{LABEL}.owner-host": socket.gethostname(),
-            f"{LABEL}.owner-pid": str(os.getpid())}
 
 
 def task_image(client: Any, task: Task, base_image: str, bootstrap_base: bool) -> str:

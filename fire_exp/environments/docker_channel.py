@@ -15,7 +15,7 @@ import threading
 import time
 from typing import Any
 
-from fire_exp.environments.base import EnvironmentFailure
+from fire_exp.environments.failure import EnvironmentFailure
 
 _HEADER = 8
 _STDOUT = 1

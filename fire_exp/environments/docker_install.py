@@ -18,8 +18,8 @@ from typing import Any
 
 from fire_exp.environments.agent_install import AgentInstall, InstallSpec
 from fire_exp.environments.archives import tar_file
-from fire_exp.environments.base import EnvironmentFailure
-from fire_exp.environments.images import LABEL, image_exists, slug
+from fire_exp.environments.failure import EnvironmentFailure
+from fire_exp.environments.images import LABEL, image_exists, owner_labels, slug
 
 _SCRIPT_PATH = "/tmp/fire-exp-install.sh"
 _LOCKS: dict[str, threading.Lock] = {}
@@ -75,8 +75,6 @@ def prepare_cli_image(client: Any, agent: str, task_image: str, spec: InstallSpe
 def _install_by_script(client: Any, agent: str, task_image: str, spec: InstallSpec, tag: str,
                        labels: dict[str, str]) -> None:
     import docker.errors
-
-    from fire_exp.environments.docker import owner_labels
 
     original = client.images.get(task_image).attrs.get("Config") or {}
     container = client.containers.create(

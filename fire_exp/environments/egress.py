@@ -27,7 +27,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from fire_exp.environments.base import EnvironmentFailure
+from fire_exp.environments.failure import EnvironmentFailure
 from fire_exp.environments.images import LABEL
 
 EGRESS_NETWORK = "fire-exp-egress"

@@ -22,16 +22,13 @@ CLIs) when the relay is gone; never 2, which would block the agent.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Protocol
+from typing import Protocol
 
-from fire_exp.environments.base import EnvironmentFailure
+from fire_exp.environments.failure import EnvironmentFailure
 from fire_exp.environments.hook_transport.server import Answer, HookServer
-
-if TYPE_CHECKING:
-    from fire_exp.environments.base import Environment
 
 __all__ = [
     "BOX_ROOT",
@@ -73,6 +70,18 @@ class LineStream(Protocol):
 
     def close(self) -> None:
         """End the stream (the process reads end of input)."""
+        ...
+
+
+class RelayBox(Protocol):
+    """What the relay needs of a box (an ``Environment`` with ``HOOK_RELAY``)."""
+
+    def write_file(self, dest: str, data: bytes, mode: int = 0o644) -> None:
+        """Write a file into the box."""
+        ...
+
+    def open_stream(self, argv: Sequence[str]) -> LineStream:
+        """Start ``argv`` in the box as a line stream to this process."""
         ...
 
 
@@ -129,7 +138,7 @@ class RelayHooks:
         self.server = HookServer(stream.read_line, stream.send_line, answer)
 
     @classmethod
-    def open(cls, env: Environment, endpoint: HookEndpoint) -> RelayHooks:
+    def open(cls, env: RelayBox, endpoint: HookEndpoint) -> RelayHooks:
         """Copy the shim and the relay into ``env``'s box, start the relay, serve it.
 
         Raises:
