@@ -10,6 +10,12 @@ looks for the cues of a drawn mode's remedy in the *text* and applies the remedy
 tier's uptake probability; text without a cue (generic review) triggers a remedy only at
 the tier's low self-check rate. Policies never see its internals, only its commands.
 
+An instruction file its arm placed in the working folder (``AGENTS.md``, ``CLAUDE.md``, as
+Codex and Claude Code read them) is read first, with ``cat``; a drawn mode whose remedy's
+cue is in the file is avoided before it happens, with the tier's uptake probability, and
+a file without any cue avoids one at the self-check rate. Without such a file nothing is
+read and nothing more is drawn.
+
 Script format::
 
     steps:
@@ -46,6 +52,8 @@ TIERS = ("weak", "mid", "strong")
 # slip from generic text alone.
 DEFAULT_UPTAKE = {"weak": 0.6, "mid": 0.8, "strong": 0.95}
 DEFAULT_SELF_CHECK = {"weak": 0.05, "mid": 0.1, "strong": 0.15}
+# Files an agent reads as standing instructions when its arm placed them in the working folder.
+INSTRUCTION_FILES = ("AGENTS.md", "CLAUDE.md")
 # Modelled prices, USD per million tokens (input, output).
 PRICES = {"weak": (0.25, 2.0), "mid": (1.25, 10.0), "strong": (5.0, 25.0)}
 
@@ -192,6 +200,8 @@ class _Run:
         context = self.session.begin()
         if context:
             self.respond(context)
+        for name in (f for f in self.session.context.files if f in INSTRUCTION_FILES):
+            self.heed(self.bash(f"cat {name}").output)
         stop_after = {m.stop_after for n, m in self.script.modes.items()
                       if n in self.drawn and m.stop_after}
         for i, step in enumerate(self.script.steps):
@@ -239,6 +249,23 @@ class _Run:
             self.apply(open_modes[int(self.rng.integers(len(open_modes)))])
             applied = True
         return applied
+
+    def heed(self, text: str) -> None:
+        """Read standing instructions before acting: a drawn mode they cue is avoided."""
+        self.tokens_in += len(text) // 4
+        lowered = text.lower()
+        open_modes = [m for m in sorted(self.drawn - self.remedied)
+                      if self.script.modes[m].remedy is not None
+                      and self.script.modes[m].stop_after is None]
+        cued = [m for m in open_modes
+                if any(cue in lowered for cue in self.script.modes[m].remedy.cues)]  # type: ignore[union-attr]
+        if cued:
+            avoided = [m for m in cued if self.rng.random() < self.agent.uptake]
+        elif open_modes and self.rng.random() < self.agent.self_check:
+            avoided = [open_modes[int(self.rng.integers(len(open_modes)))]]
+        else:
+            avoided = []
+        self.drawn -= set(avoided)
 
     def apply(self, mode: str) -> None:
         remedy = self.script.modes[mode].remedy

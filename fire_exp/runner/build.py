@@ -19,7 +19,7 @@ import importlib.metadata
 import platform
 import sys
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -27,12 +27,14 @@ from fire_exp import __version__
 from fire_exp.agents.base import Agent, BoxedAgent, preflight_agent
 from fire_exp.agents.simulated import load_script
 from fire_exp.analysis.plan import AnalysisPlan, load_plan
+from fire_exp.arms.place import ArmSetup, arm_setup, check_fair
+from fire_exp.arms.spec import ArmSpec, preset
 from fire_exp.config import ComponentConfig, RunConfig
 from fire_exp.environments.base import Environment
 from fire_exp.errors import InputError
 from fire_exp.paths import ANALYSIS_DIR
 from fire_exp.policies.ablation import ablation_arms
-from fire_exp.policies.arms import ArmPolicies, build_arm
+from fire_exp.policies.arms import ARM_REGISTRY, ArmPolicies, build_arm
 from fire_exp.policies.loader import Portfolio, load_portfolio
 from fire_exp.registry import REGISTRY
 from fire_exp.runner.params import checked_params
@@ -114,6 +116,23 @@ class Panel:
     executor: Executor
     schedule: list[ScheduledAttempt]
     config: RunConfig  # what the panel was built from: hashed, and sent to Ray workers
+    # Per arm: what it changes besides its policies (files, instruction), and its own
+    # agent or environment where it changes their parameters (else the panel's).
+    setups: dict[str, ArmSetup] = field(default_factory=dict)
+    arm_agents: dict[str, AgentFactory] = field(default_factory=dict)
+    arm_environments: dict[str, EnvironmentFactory] = field(default_factory=dict)
+
+    def agent_for(self, arm: str) -> AgentFactory:
+        """The agent factory of ``arm`` (the panel's unless the arm changes its parameters)."""
+        return self.arm_agents.get(arm, self.agent)
+
+    def environment_for(self, arm: str) -> EnvironmentFactory:
+        """The environment factory of ``arm`` (the panel's unless the arm changes it)."""
+        return self.arm_environments.get(arm, self.environment)
+
+    def setup_for(self, arm: str) -> ArmSetup:
+        """What ``arm`` changes besides its policies (a preset: nothing)."""
+        return self.setups.get(arm) or ArmSetup(preset(arm))
 
     @functools.cached_property
     def config_hash(self) -> str:
@@ -189,6 +208,56 @@ def _load_tasks(config: RunConfig) -> dict[str, Task]:
     return tasks
 
 
+def arm_spec(name: str, declared: Mapping[str, ArmSpec]) -> ArmSpec:
+    """The spec of arm ``name``: declared in the panel, else a registered preset.
+
+    Raises:
+        InputError: a declared arm that takes a registered arm's name, or an arm neither
+            declared nor registered (the message lists both kinds).
+    """
+    if name in declared:
+        if name in ARM_REGISTRY.names():
+            raise InputError("configs/panel", f"declare.{name}", "a registered arm's name",
+                             "give the declared arm a name of its own")
+        return declared[name]
+    try:
+        ARM_REGISTRY.get(name)
+    except InputError as exc:
+        raise InputError("configs/panel", "arms", f"unknown arm {name!r}",
+                         f"declare it under panel.declare, or {exc.fix}") from None
+    return preset(name)
+
+
+def _arm_policies(spec: ArmSpec, portfolio: Portfolio, controls: Portfolio) -> ArmPolicies:
+    if spec.portfolio is not None:
+        portfolio = load_portfolio(spec.portfolio)
+    if spec.controls is not None:
+        controls = load_portfolio(spec.controls)
+    if not spec.declared:
+        return build_arm(spec.name, portfolio, controls)
+    try:
+        built = build_arm(spec.policy_source, portfolio, controls)
+    except InputError as exc:
+        raise InputError("configs/panel", f"declare.{spec.name}.policies", exc.problem,
+                         exc.fix) from None
+    return ArmPolicies(spec.name, built.families, built.policy_arm, built.portfolio,
+                       built.controls)
+
+
+def _arm_components(config: RunConfig, specs: Mapping[str, ArmSpec]
+                    ) -> tuple[dict[str, AgentFactory], dict[str, EnvironmentFactory]]:
+    """The agent and environment factories of the arms that change their parameters."""
+    agents, environments = {}, {}
+    for name, spec in specs.items():
+        if spec.agent:
+            agents[name] = agent_factory(ComponentConfig(
+                config.agent.name, {**config.agent.params, **spec.agent}))
+        if spec.environment:
+            environments[name] = environment_factory(ComponentConfig(
+                config.environment.name, {**config.environment.params, **spec.environment}))
+    return agents, environments
+
+
 def build_panel(config: RunConfig) -> Panel:
     """Load and check everything the panel names. Raises InputError on bad input."""
     pc = config.panel
@@ -198,10 +267,16 @@ def build_panel(config: RunConfig) -> Panel:
     controls = load_portfolio(pc.controls)
     plan_path = resolve_plan(pc.analysis)
     arm_names = list(ablation_arms(pc.arms, portfolio.families, pc.ablation))
+    specs = {arm: arm_spec(arm, pc.declare) for arm in arm_names}
+    setups = {arm: arm_setup(spec) for arm, spec in specs.items() if spec.declared}
+    for setup in setups.values():
+        check_fair(setup, tasks)
+    arm_agents, arm_environments = _arm_components(config, specs)
     return Panel(
         name=pc.name, seed=config.seed, tasks=tasks, cohorts=dict(pc.tasks),
         portfolio=portfolio, controls=controls,
-        arms={arm: build_arm(arm, portfolio, controls) for arm in arm_names},
+        arms={arm: _arm_policies(spec, portfolio, controls) for arm, spec in specs.items()},
+        setups=setups, arm_agents=arm_agents, arm_environments=arm_environments,
         analysis_plan=plan_path, plan=load_plan(plan_path),
         replacement=ReplacementRule.from_config(pc.replacement, where),
         agent=agent_factory(config.agent), environment=environment_factory(config.environment),
@@ -220,10 +295,16 @@ def prepare_panel(panel: Panel, report: Report | None = None) -> None:
     def stderr(line: str) -> None:
         print(line, file=sys.stderr, flush=True)
 
-    agent = panel.agent.make()
     tasks = list(panel.tasks.values())
-    preflight_agent(agent, panel.environment.name)
-    panel.environment.preflight()
-    panel.environment.prepare(tasks, report or stderr)
-    if isinstance(agent, BoxedAgent):  # e.g. an agent CLI installed into every task image
-        agent.prepare_boxes(panel.environment.name, tasks, panel.environment.params)
+    environments = [panel.environment, *panel.arm_environments.values()]
+    for factory in [panel.agent, *panel.arm_agents.values()]:
+        agent = factory.make()
+        preflight_agent(agent, panel.environment.name)
+    for environment in environments:
+        environment.preflight()
+        environment.prepare(tasks, report or stderr)
+    for factory in [panel.agent, *panel.arm_agents.values()]:
+        agent = factory.make()
+        if isinstance(agent, BoxedAgent):  # e.g. an agent CLI installed into every task image
+            for environment in environments:
+                agent.prepare_boxes(environment.name, tasks, environment.params)

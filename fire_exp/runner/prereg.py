@@ -76,7 +76,8 @@ def config_files(config: RunConfig) -> dict[str, Path]:
 def check_plan(panel: Panel) -> None:
     """Refuse to freeze or run a panel whose analysis plan is invalid for it."""
     plan = load_plan(panel.analysis_plan)
-    check_plan_for_panel(plan, panel.analysis_plan, panel.config.panel.arms, ARMS)
+    check_plan_for_panel(plan, panel.analysis_plan, panel.config.panel.arms,
+                         [*ARMS, *panel.config.panel.declare])
 
 
 def panel_hashes(panel: Panel) -> dict[str, dict[str, str]]:
@@ -100,15 +101,42 @@ def panel_hashes(panel: Panel) -> dict[str, dict[str, str]]:
         items[f"config_file:{group}"] = {"path": str(config_path), "sha256": _file_sha(config_path)}
     for key, value in (("agent_config", asdict(cfg.agent)),
                        ("environment_config", asdict(cfg.environment)),
-                       ("panel_config", asdict(cfg.panel))):
+                       ("panel_config", cfg.panel.as_dict())):
         group = key.split("_")[0]
         items[key] = {"path": f"{files[group]} (values as composed, overrides included)",
                       "sha256": _sha(json.dumps(value, sort_keys=True, default=list))}
+    items.update(arm_hashes(panel, files["panel"]))
     items["schedule"] = {"path": f"schedule (seed {cfg.seed})",
                          "sha256": schedule_digest(panel.schedule)}
     sources = harness_file_hashes()
     items["harness"] = {"path": f"fire-exp {__version__} ({len(sources)} source files)",
                         "sha256": _digest(sources)}
+    return items
+
+
+def arm_hashes(panel: Panel, config_file: Path) -> dict[str, dict[str, str]]:
+    """What each declared arm changes: ``arm:NAME`` its settings as composed values,
+    ``arm_file:NAME:DEST`` each file it places (byte for byte), ``arm_policy:NAME:FILE``
+    the policy and control sources of a portfolio of its own. Presets add nothing: their
+    policies are the panel's portfolio and controls, hashed above."""
+    items: dict[str, dict[str, str]] = {}
+    for name, setup in sorted(panel.setups.items()):
+        spec = setup.spec
+        items[f"arm:{name}"] = {
+            "path": f"{config_file} declare.{name} (values as composed, overrides included)",
+            "sha256": _sha(spec.settings_json())}
+        for placed in setup.files:
+            items[f"arm_file:{name}:{placed.dest}"] = {"path": str(placed.source),
+                                                      "sha256": placed.sha256}
+        arm = panel.arms[name]
+        for folder, default in ((arm.portfolio, panel.portfolio.path),
+                                (arm.controls, panel.controls.path)):
+            if folder is None or folder == default:
+                continue
+            for file in sorted(f for f in folder.iterdir() if f.is_file()
+                               and f.suffix in (".py", ".md")):
+                items[f"arm_policy:{name}:{folder.name}/{file.name}"] = {
+                    "path": str(file), "sha256": _file_sha(file)}
     return items
 
 
