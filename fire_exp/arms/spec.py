@@ -106,7 +106,7 @@ class ArmSpec:
         out += [f"agent.{k}={v}" for k, v in sorted(self.agent.items())]
         if self.instruction:
             out.append(f"instruction + {len(self.instruction)} characters")
-        out += [f"file {dest}" for dest in sorted(self.files)]
+        out += [f"file {dest} from {source}" for dest, source in sorted(self.files.items())]
         out += [f"environment.{k}={v}" for k, v in sorted(self.environment.items())]
         return out or ["nothing"]
 

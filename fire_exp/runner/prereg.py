@@ -25,7 +25,7 @@ from fire_exp.config import RunConfig
 from fire_exp.errors import PreregistrationError
 from fire_exp.manifest import FORMAT, read_manifest
 from fire_exp.paths import CONFIG_DIR, PACKAGE_DIR
-from fire_exp.policies.arms import ARMS
+from fire_exp.policies.arms import ARM_REGISTRY, ARMS
 from fire_exp.records import now_iso
 from fire_exp.runner.build import Panel
 from fire_exp.runner.schedule import schedule_digest
@@ -140,6 +140,21 @@ def arm_hashes(panel: Panel, config_file: Path) -> dict[str, dict[str, str]]:
     return items
 
 
+def declared_arms(panel: Panel) -> dict[str, Any]:
+    """``{"arms": {NAME: what it changes}}`` for a panel that declares arms, for the report
+    (the hashes above are what verification compares); ``{}`` for preset arms only."""
+    if not panel.setups:
+        return {}
+    arms = {}
+    for name in panel.arms:
+        spec = panel.setup_for(name).spec
+        description = spec.description or ("" if spec.declared else
+                                           ARM_REGISTRY.get(name).description)
+        arms[name] = {"description": description, "changes": spec.changes(),
+                      "settings": spec.settings()}
+    return {"arms": arms}
+
+
 def task_file_hashes(path: Path) -> dict[str, str]:
     """SHA-256 of each file of a task, so a refusal can name the file that changed."""
     return {f.relative_to(path).as_posix(): hashlib.sha256(f.read_bytes()).hexdigest()
@@ -189,6 +204,7 @@ def build_manifest(panel: Panel) -> dict[str, Any]:
                        for name, task in sorted(panel.tasks.items())},
         "harness_files": harness_file_hashes(),
         "schedule": [asdict(s) for s in panel.schedule],
+        **declared_arms(panel),
     }
 
 
