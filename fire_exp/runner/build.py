@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any
 from fire_exp import __version__
 from fire_exp.agents.base import Agent, BoxedAgent, preflight_agent
 from fire_exp.agents.simulated import load_script
-from fire_exp.analysis.plan import AnalysisPlan, load_plan
+from fire_exp.analysis.plan import AnalysisPlan, did_you_mean, load_plan
 from fire_exp.arms.place import ArmSetup, arm_setup, check_fair
 from fire_exp.arms.spec import ArmSpec, preset
 from fire_exp.config import ComponentConfig, RunConfig
@@ -222,9 +222,11 @@ def arm_spec(name: str, declared: Mapping[str, ArmSpec]) -> ArmSpec:
         return declared[name]
     try:
         ARM_REGISTRY.get(name)
-    except InputError as exc:
+    except InputError:
+        hint = did_you_mean(name, [*declared, *ARM_REGISTRY.names()])
         raise InputError("configs/panel", "arms", f"unknown arm {name!r}",
-                         f"declare it under panel.declare, or {exc.fix}") from None
+                         f"{hint}; declare it under panel.declare, or name a registered "
+                         "arm (real-minus-FAMILY too)") from None
     return preset(name)
 
 
