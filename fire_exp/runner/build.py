@@ -251,12 +251,16 @@ def _arm_components(config: RunConfig, specs: Mapping[str, ArmSpec]
     """The agent and environment factories of the arms that change their parameters."""
     agents, environments = {}, {}
     for name, spec in specs.items():
-        if spec.agent:
-            agents[name] = agent_factory(ComponentConfig(
-                config.agent.name, {**config.agent.params, **spec.agent}))
-        if spec.environment:
-            environments[name] = environment_factory(ComponentConfig(
-                config.environment.name, {**config.environment.params, **spec.environment}))
+        try:
+            if spec.agent:
+                agents[name] = agent_factory(ComponentConfig(
+                    config.agent.name, {**config.agent.params, **spec.agent}))
+            if spec.environment:
+                environments[name] = environment_factory(ComponentConfig(
+                    config.environment.name,
+                    {**config.environment.params, **spec.environment}))
+        except InputError as exc:  # name the arm whose parameters the component refused
+            raise InputError("configs/panel", f"declare.{name}", str(exc)) from None
     return agents, environments
 
 
