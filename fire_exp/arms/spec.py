@@ -13,8 +13,11 @@ Each field is one kind of change:
 - ``policies``: the registered arm whose policies it runs (``real``, ``sham``,
   ``always_verify``, ``reconsider``, ``real-minus-FAMILY``; ``none``, the default, runs none);
   ``portfolio`` and ``controls`` swap the folders those policies are built from.
-- ``agent``: agent parameters over the panel's agent config (``model``, ``temperature``,
-  ``max_steps``, ``tier``, ...), checked against the agent's constructor.
+- ``agent_config``: another agent config (``configs/agent/NAME.yaml`` or a path), in place of
+  the panel's: one harness against another (``simulated``, ``openai``, ``codex``, ...).
+- ``agent``: agent parameters over the panel's agent config (or the arm's ``agent_config``):
+  ``model``, ``temperature``, ``max_steps``, ``tier``, ..., checked against the agent's
+  constructor.
 - ``instruction``: text added after the task's instruction (the agent receives both; the
   policies keep deciding on the task's own text).
 - ``files``: files placed in the task's working folder before the agent starts, ``path in
@@ -40,7 +43,8 @@ from typing import Any
 from fire_exp.errors import InputError
 
 __all__ = ["FORBIDDEN_FOLDERS", "NO_POLICIES", "SAFE_ENVIRONMENT_PARAMS", "ArmSpec",
-           "arm_specs_from_dict", "check_file_destination", "preset", "resolve_source"]
+           "arm_specs_from_dict", "check_file_destination", "preset", "resolve_agent_config",
+           "resolve_source"]
 
 NO_POLICIES = "none"
 # What the verifier reads or the harness owns: an arm may place nothing there.
@@ -48,8 +52,8 @@ FORBIDDEN_FOLDERS = ("tests", "logs", "solution")
 # Environment parameters an arm may change: how many processes the box may run and
 # which network a task allowed one joins; never the image, nor where results land.
 SAFE_ENVIRONMENT_PARAMS = frozenset({"pids_limit", "public_network"})
-_FIELDS = ("description", "policies", "portfolio", "controls", "agent", "instruction",
-           "files", "environment")
+_FIELDS = ("description", "policies", "portfolio", "controls", "agent_config", "agent",
+           "instruction", "files", "environment")
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
 _WHERE = "configs/panel"
 
@@ -63,7 +67,8 @@ class ArmSpec:
         policies: the registered arm whose policies it runs (``none``: no policies).
         portfolio: the policy portfolio those policies come from (None: the panel's).
         controls: the control sources (None: the panel's).
-        agent: agent parameters over the panel's agent config.
+        agent_config: an agent config in place of the panel's (None: the panel's).
+        agent: agent parameters over the panel's agent config (or ``agent_config``).
         instruction: text added after the task's instruction ("" adds nothing).
         files: working-folder path -> source file, placed before the agent starts.
         environment: environment parameters over the panel's (safe ones only).
@@ -75,6 +80,7 @@ class ArmSpec:
     policies: str = NO_POLICIES
     portfolio: str | None = None
     controls: str | None = None
+    agent_config: str | None = None
     agent: dict[str, Any] = field(default_factory=dict)
     instruction: str = ""
     files: dict[str, str] = field(default_factory=dict)
@@ -102,7 +108,8 @@ class ArmSpec:
         """What the arm changes, one phrase per change, for the report."""
         out = [] if self.policies == NO_POLICIES else [f"policies: {self.policies}"]
         out += [f"{key}: {value}" for key, value in (("portfolio", self.portfolio),
-                                                     ("controls", self.controls)) if value]
+                                                     ("controls", self.controls),
+                                                     ("agent", self.agent_config)) if value]
         out += [f"agent.{k}={v}" for k, v in sorted(self.agent.items())]
         if self.instruction:
             out.append(f"instruction + {len(self.instruction)} characters")
@@ -180,6 +187,7 @@ def _spec(name: str, data: Any) -> ArmSpec:
         name=name, policies=_text(data.get("policies"), f"{where}.policies") or NO_POLICIES,
         portfolio=_text(portfolio, f"{where}.portfolio") or None,
         controls=_text(controls, f"{where}.controls") or None,
+        agent_config=_text(data.get("agent_config"), f"{where}.agent_config") or None,
         agent=_mapping(data.get("agent"), f"{where}.agent"),
         instruction=_text(data.get("instruction"), f"{where}.instruction"),
         files={check_file_destination(d, f"{where}.files"): str(s) for d, s in files.items()},
@@ -206,3 +214,15 @@ def resolve_source(source: str) -> Path:
             return candidate.resolve()
     raise InputError(_WHERE, f"files: {source}", "no such file",
                      f"put it under {CONFIG_DIR}/ or give a path to it")
+
+
+def resolve_agent_config(name: str, arm: str) -> Path:
+    """An arm's agent config: ``configs/agent/NAME.yaml``, else a path to a YAML file."""
+    from fire_exp.paths import CONFIG_DIR
+
+    for candidate in (CONFIG_DIR / "agent" / f"{name}.yaml", Path(name).expanduser()):
+        if candidate.is_file():
+            return candidate.resolve()
+    known = sorted(p.stem for p in (CONFIG_DIR / "agent").glob("*.yaml"))
+    raise InputError(_WHERE, f"declare.{arm}.agent_config", f"no agent config {name!r}",
+                     f"use one of {', '.join(known)}, or a path to a YAML file")

@@ -23,13 +23,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+import yaml
+
 from fire_exp import __version__
 from fire_exp.agents.base import Agent, BoxedAgent, preflight_agent
 from fire_exp.agents.simulated import load_script
 from fire_exp.analysis.plan import AnalysisPlan, did_you_mean, load_plan
 from fire_exp.arms.place import ArmSetup, arm_setup, check_fair
-from fire_exp.arms.spec import ArmSpec, preset
-from fire_exp.config import ComponentConfig, RunConfig
+from fire_exp.arms.spec import ArmSpec, preset, resolve_agent_config
+from fire_exp.config import ComponentConfig, RunConfig, check_ranges
 from fire_exp.environments.base import Environment
 from fire_exp.errors import InputError
 from fire_exp.paths import ANALYSIS_DIR
@@ -199,13 +201,16 @@ def _load_tasks(config: RunConfig) -> dict[str, Task]:
             raise InputError(f"configs/panel/{pc.name}.yaml", "eligible/silent",
                              f"task {name!r} not found in {suite}")
         tasks[name] = load_task(path)
-    if config.agent.name == "simulated":
-        for task in tasks.values():
-            if task.simulation_script is None:
-                raise InputError(task.path, "simulated.yaml", "missing",
-                                 "the simulated agent needs a script beside each task")
-            load_script(task.simulation_script)
     return tasks
+
+
+def _check_scripts(tasks: Mapping[str, Task]) -> None:
+    """Every task has a valid script for the simulated agent."""
+    for task in tasks.values():
+        if task.simulation_script is None:
+            raise InputError(task.path, "simulated.yaml", "missing",
+                             "the simulated agent needs a script beside each task")
+        load_script(task.simulation_script)
 
 
 def arm_spec(name: str, declared: Mapping[str, ArmSpec]) -> ArmSpec:
@@ -246,15 +251,27 @@ def _arm_policies(spec: ArmSpec, portfolio: Portfolio, controls: Portfolio) -> A
                        built.controls)
 
 
+def _agent_config_file(path: Path) -> ComponentConfig:
+    """An agent config file read as Hydra would compose it alone (no interpolation)."""
+    data = yaml.safe_load(path.read_text(encoding="utf-8"))
+    if not isinstance(data, dict) or not isinstance(data.get("name"), str):
+        raise InputError(path, "name", "not an agent config", "see configs/agent/*.yaml")
+    params = {k: v for k, v in data.items() if k != "name"}
+    check_ranges(params, f"agent ({path.name})")
+    return ComponentConfig(data["name"], params)
+
+
 def _arm_components(config: RunConfig, specs: Mapping[str, ArmSpec]
                     ) -> tuple[dict[str, AgentFactory], dict[str, EnvironmentFactory]]:
     """The agent and environment factories of the arms that change their parameters."""
     agents, environments = {}, {}
     for name, spec in specs.items():
         try:
-            if spec.agent:
+            if spec.agent or spec.agent_config:
+                base = config.agent if spec.agent_config is None else \
+                    _agent_config_file(resolve_agent_config(spec.agent_config, name))
                 agents[name] = agent_factory(ComponentConfig(
-                    config.agent.name, {**config.agent.params, **spec.agent}))
+                    base.name, {**base.params, **spec.agent}))
             if spec.environment:
                 environments[name] = environment_factory(ComponentConfig(
                     config.environment.name,
@@ -278,6 +295,8 @@ def build_panel(config: RunConfig) -> Panel:
     for setup in setups.values():
         check_fair(setup, tasks)
     arm_agents, arm_environments = _arm_components(config, specs)
+    if "simulated" in {config.agent.name, *(f.name for f in arm_agents.values())}:
+        _check_scripts(tasks)
     return Panel(
         name=pc.name, seed=config.seed, tasks=tasks, cohorts=dict(pc.tasks),
         portfolio=portfolio, controls=controls,

@@ -21,6 +21,7 @@ from typing import Any
 
 from fire_exp import __version__
 from fire_exp.analysis.plan import check_plan_for_panel, load_plan
+from fire_exp.arms.spec import resolve_agent_config
 from fire_exp.config import RunConfig
 from fire_exp.errors import PreregistrationError
 from fire_exp.manifest import FORMAT, read_manifest
@@ -116,9 +117,11 @@ def panel_hashes(panel: Panel) -> dict[str, dict[str, str]]:
 
 def arm_hashes(panel: Panel, config_file: Path) -> dict[str, dict[str, str]]:
     """What each declared arm changes: ``arm:NAME`` its settings as composed values,
-    ``arm_file:NAME:DEST`` each file it places (byte for byte), ``arm_policy:NAME:FILE``
-    the policy and control sources of a portfolio of its own. Presets add nothing: their
-    policies are the panel's portfolio and controls, hashed above."""
+    ``arm_file:NAME:DEST`` each file it places (byte for byte), ``arm_agent:NAME`` its own
+    agent's config as composed (and ``arm_agent_file:NAME`` the agent config file it names),
+    ``arm_policy:NAME:FILE`` the policy and control sources of a portfolio of its own.
+    Presets add nothing: their policies are the panel's portfolio and controls, hashed
+    above."""
     items: dict[str, dict[str, str]] = {}
     for name, setup in sorted(panel.setups.items()):
         spec = setup.spec
@@ -128,6 +131,17 @@ def arm_hashes(panel: Panel, config_file: Path) -> dict[str, dict[str, str]]:
         for placed in setup.files:
             items[f"arm_file:{name}:{placed.dest}"] = {"path": str(placed.source),
                                                       "sha256": placed.sha256}
+        if name in panel.arm_agents:  # its own agent: the config file and values as composed
+            agent = panel.arm_agents[name]
+            source = config_file if spec.agent_config is None else \
+                resolve_agent_config(spec.agent_config, name)
+            items[f"arm_agent:{name}"] = {
+                "path": f"{source} (agent {agent.name}, values as composed)",
+                "sha256": _sha(json.dumps({"name": agent.name, "params": dict(agent.params)},
+                                          sort_keys=True, default=list))}
+            if spec.agent_config is not None:
+                items[f"arm_agent_file:{name}"] = {"path": str(source),
+                                                   "sha256": _file_sha(source)}
         arm = panel.arms[name]
         for folder, default in ((arm.portfolio, panel.portfolio.path),
                                 (arm.controls, panel.controls.path)):

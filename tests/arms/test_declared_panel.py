@@ -167,3 +167,23 @@ def test_a_plan_naming_an_arm_the_panel_does_not_declare_is_refused(tmp_path: Pa
         write_manifest(panel, tmp_path / "p.json")
     panel = build_panel(_config(tmp_path, _declare(tmp_path), plan=_plan(tmp_path)))
     write_manifest(panel, tmp_path / "p.json")
+
+
+def test_an_arm_may_run_another_agent_config(tmp_path: Path) -> None:
+    declare = {"nop": {"agent_config": "nop"}, "sim": {}}
+    config = _config(tmp_path, declare, arms=("nop", "sim"), agent="simulated",
+                     plan=_plan(tmp_path, "nop - sim"))
+    panel = build_panel(config)
+    assert (panel.agent_for("nop").name, panel.agent_for("sim").name) == ("nop", "simulated")
+    assert (_run(panel, "nop", tmp_path).agent, _run(panel, "sim", tmp_path).agent) == (
+        "nop", "simulated")
+    path = tmp_path / "frozen.json"
+    hashes = write_manifest(panel, path)["hashes"]
+    assert hashes["arm_agent_file:nop"]["path"].endswith("configs/agent/nop.yaml")
+    assert "arm_agent:sim" not in hashes
+    changed = {"nop": {"agent_config": "nop", "agent": {"tier": "x"}}, "sim": {}}
+    with pytest.raises(InputError, match="declare.nop"):
+        build_panel(_config(tmp_path, changed, arms=("nop", "sim"), agent="simulated"))
+    with pytest.raises(InputError, match="no agent config 'nopp'.*nop"):
+        build_panel(_config(tmp_path, {"nop": {"agent_config": "nopp"}, "sim": {}},
+                            arms=("nop", "sim"), agent="simulated"))
