@@ -28,7 +28,8 @@ import yaml
 from fire_exp import __version__
 from fire_exp.agents.base import Agent, BoxedAgent, preflight_agent
 from fire_exp.agents.simulated import load_script
-from fire_exp.analysis.plan import AnalysisPlan, did_you_mean, load_plan
+from fire_exp.analysis.plan import AnalysisPlan, load_plan
+from fire_exp.arms.build import arm_policies, arm_spec
 from fire_exp.arms.place import ArmSetup, arm_setup, check_fair
 from fire_exp.arms.spec import ArmSpec, preset, resolve_agent_config
 from fire_exp.config import ComponentConfig, RunConfig, check_ranges
@@ -36,7 +37,7 @@ from fire_exp.environments.base import Environment
 from fire_exp.errors import InputError
 from fire_exp.paths import ANALYSIS_DIR
 from fire_exp.policies.ablation import ablation_arms
-from fire_exp.policies.arms import ARM_REGISTRY, ArmPolicies, build_arm
+from fire_exp.policies.arms import ArmPolicies
 from fire_exp.policies.loader import Portfolio, load_portfolio
 from fire_exp.registry import REGISTRY
 from fire_exp.runner.params import checked_params
@@ -213,44 +214,6 @@ def _check_scripts(tasks: Mapping[str, Task]) -> None:
         load_script(task.simulation_script)
 
 
-def arm_spec(name: str, declared: Mapping[str, ArmSpec]) -> ArmSpec:
-    """The spec of arm ``name``: declared in the panel, else a registered preset.
-
-    Raises:
-        InputError: a declared arm that takes a registered arm's name, or an arm neither
-            declared nor registered (the message lists both kinds).
-    """
-    if name in declared:
-        if name in ARM_REGISTRY.names():
-            raise InputError("configs/panel", f"declare.{name}", "a registered arm's name",
-                             "give the declared arm a name of its own")
-        return declared[name]
-    try:
-        ARM_REGISTRY.get(name)
-    except InputError:
-        hint = did_you_mean(name, [*declared, *ARM_REGISTRY.names()])
-        raise InputError("configs/panel", "arms", f"unknown arm {name!r}",
-                         f"{hint}; declare it under panel.declare, or name a registered "
-                         "arm (real-minus-FAMILY too)") from None
-    return preset(name)
-
-
-def _arm_policies(spec: ArmSpec, portfolio: Portfolio, controls: Portfolio) -> ArmPolicies:
-    if spec.portfolio is not None:
-        portfolio = load_portfolio(spec.portfolio)
-    if spec.controls is not None:
-        controls = load_portfolio(spec.controls)
-    if not spec.declared:
-        return build_arm(spec.name, portfolio, controls)
-    try:
-        built = build_arm(spec.policy_source, portfolio, controls)
-    except InputError as exc:
-        raise InputError("configs/panel", f"declare.{spec.name}.policies", exc.problem,
-                         exc.fix) from None
-    return ArmPolicies(spec.name, built.families, built.policy_arm, built.portfolio,
-                       built.controls)
-
-
 def _agent_config_file(path: Path) -> ComponentConfig:
     """An agent config file read as Hydra would compose it alone (no interpolation)."""
     data = yaml.safe_load(path.read_text(encoding="utf-8"))
@@ -300,7 +263,7 @@ def build_panel(config: RunConfig) -> Panel:
     return Panel(
         name=pc.name, seed=config.seed, tasks=tasks, cohorts=dict(pc.tasks),
         portfolio=portfolio, controls=controls,
-        arms={arm: _arm_policies(spec, portfolio, controls) for arm, spec in specs.items()},
+        arms={arm: arm_policies(spec, portfolio, controls) for arm, spec in specs.items()},
         setups=setups, arm_agents=arm_agents, arm_environments=arm_environments,
         analysis_plan=plan_path, plan=load_plan(plan_path),
         replacement=ReplacementRule.from_config(pc.replacement, where),
