@@ -182,6 +182,13 @@ def _spec(name: str, data: Any) -> ArmSpec:
         raise InputError(_WHERE, f"{where}.environment.{unsafe[0]}",
                          "not an environment setting an arm may change",
                          f"an arm may change {', '.join(sorted(SAFE_ENVIRONMENT_PARAMS))}")
+    placed: dict[str, str] = {}
+    for dest, source in files.items():
+        path = check_file_destination(dest, f"{where}.files")
+        if path in placed:
+            raise InputError(_WHERE, f"{where}.files.{dest}", f"places {path} twice",
+                             "give each file one destination")
+        placed[path] = str(source)
     portfolio, controls = data.get("portfolio"), data.get("controls")
     return ArmSpec(
         name=name, policies=_text(data.get("policies"), f"{where}.policies") or NO_POLICIES,
@@ -190,7 +197,7 @@ def _spec(name: str, data: Any) -> ArmSpec:
         agent_config=_text(data.get("agent_config"), f"{where}.agent_config") or None,
         agent=_mapping(data.get("agent"), f"{where}.agent"),
         instruction=_text(data.get("instruction"), f"{where}.instruction"),
-        files={check_file_destination(d, f"{where}.files"): str(s) for d, s in files.items()},
+        files=placed,
         environment=environment,
         description=_text(data.get("description"), f"{where}.description"))
 

@@ -53,6 +53,7 @@ def test_a_file_where_the_verifier_reads_or_outside_the_working_folder_is_refuse
     ({"a": {"instruction": 3}}, "declare.a.instruction"),
     ({"a b": {}}, "declare.a b"),
     ({"a": {"files": {"AGENTS.md": 7}}}, "declare.a.files.AGENTS.md"),
+    ({"a": {"files": {"AGENTS.md": "x", "./AGENTS.md": "y"}}}, "declare.a.files../AGENTS.md"),
 ])
 def test_a_malformed_declaration_is_refused_naming_its_field(data, field) -> None:
     with pytest.raises(InputError) as err:
