@@ -217,6 +217,7 @@ class _Run:
         if context:
             self.respond(context)
         for name in (f for f in self.session.context.files if f in INSTRUCTION_FILES):
+            self.said = f"Reading the instructions in {name} first."
             self.heed(self.bash(f"cat {name}").output)
         stop_after = {m.stop_after for n, m in self.script.modes.items()
                       if n in self.drawn and m.stop_after}
