@@ -19,7 +19,8 @@ from fire_exp.config import ComponentConfig, PanelConfig, RunConfig
 from fire_exp.environments.images import BASE_IMAGE, LABEL, bootstrap_base_image
 from fire_exp.registry import REGISTRY
 from fire_exp.runner.build import build_panel, prepare_panel
-from fire_exp.runner.jobs import build_attempt, job_for
+from fire_exp.runner.execute import build_attempt
+from fire_exp.runner.model import job_for
 
 pytestmark = [pytest.mark.docker, pytest.mark.slow]
 

@@ -19,7 +19,8 @@ from fire_exp.config import ComponentConfig, PanelConfig, RunConfig
 from fire_exp.errors import InputError, PreregistrationError
 from fire_exp.registry import REGISTRY
 from fire_exp.runner.build import build_panel
-from fire_exp.runner.jobs import build_attempt, job_for
+from fire_exp.runner.execute import build_attempt
+from fire_exp.runner.model import job_for
 from fire_exp.runner.prereg import verify_manifest, write_manifest
 
 TASK = "csv-column-stats"
