@@ -35,3 +35,14 @@ def test_models_tokens_and_cost_side_by_side() -> None:
     assert big["tokens_per_record"] == 2200.0 and big["total_cost_usd"] == 2.0
     assert big["cost_per_record_usd"] == 1.0 and big["changes"] == "agent.model=m-large"
     assert frame.loc["small", "cost_per_record_usd"] == 0.1
+
+
+def test_a_pilot_serves_a_plan_whose_primary_cohort_is_all(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    from fire_exp.power.inputs import pilot_rates
+
+    rows = ["task,arm,replicate,reward,cohort", "a,no_file,0,1,eligible", "a,no_file,1,0,eligible",
+            "b,no_file,0,1,silent", "b,no_file,1,1,silent", "c,no_file,0,0,silent"]
+    path = tmp_path / "pilot.csv"
+    path.write_text("\n".join(rows) + "\n")
+    assert sorted(pilot_rates(path, arm="no_file", cohort="all").rates) == [0.0, 0.5, 1.0]
+    assert sorted(pilot_rates(path, arm="no_file", cohort="silent").rates) == [0.0, 1.0]
