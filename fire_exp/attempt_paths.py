@@ -25,6 +25,7 @@ __all__ = [
     "CLI_STDOUT",
     "COMMANDS",
     "EGRESS_LOG",
+    "HARNESS_ERROR",
     "HOOK_SUMMARY",
     "POLICY_EVENTS",
     "REWARD_JSON",
@@ -42,6 +43,7 @@ __all__ = [
 AGENT_LOGS = "agent"
 VERIFIER_LOGS = "verifier"
 SETUP_LOG = "setup.log"
+HARNESS_ERROR = "harness-error.txt"
 TERMINAL_LOG = f"{AGENT_LOGS}/terminal.log"
 COMMANDS = f"{AGENT_LOGS}/commands.jsonl"
 POLICY_EVENTS = f"{AGENT_LOGS}/policy-events.jsonl"
@@ -91,6 +93,11 @@ class AttemptPaths:
     @property
     def setup_log(self) -> Path:
         return self.log(SETUP_LOG)
+
+    @property
+    def harness_error(self) -> Path:
+        """Why fire-exp could not run the attempt (a harness failure's record)."""
+        return self.log(HARNESS_ERROR)
 
     @property
     def terminal_log(self) -> Path:
