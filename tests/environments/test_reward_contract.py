@@ -40,8 +40,8 @@ def test_an_empty_reward_txt_is_a_verifier_failure(txt: str) -> None:
 
 
 def test_no_reward_file_is_a_verifier_failure_not_a_zero() -> None:
-    reward, _, cause, message = parse_reward(None, None)
-    assert reward is None and cause is Cause.VERIFIER_FAILED and "no reward.json" in message
+    assert parse_reward(None, None) == (None, {}, Cause.VERIFIER_FAILED,
+                                        "the verifier wrote no reward.json or reward.txt")
 
 
 @pytest.mark.parametrize(("js", "reward"), [
@@ -77,6 +77,23 @@ def test_reward_json_values_that_are_not_finite_numbers_are_a_verifier_failure(
     assert "not a finite number" in message
 
 
+@pytest.mark.parametrize(("js", "quoted"), [
+    ('{"reward": true}', "'true'"), ('{"reward": "1"}', """'"1"'"""),
+    ('{"reward": NaN}', "'NaN'"), ('{"reward": 1, "tests": [1, 2]}', "'[1, 2]'"),
+])
+def test_a_value_that_is_not_a_number_is_quoted(js: str, quoted: str) -> None:
+    message = parse_reward(js, None)[3]
+    key = "tests" if "tests" in js else "reward"
+    assert message == f"reward.json: {key!r} is {quoted}, not a finite number"
+
+
+@pytest.mark.parametrize(("js", "reason"), [
+    ('{"reward": 1', "Expecting ',' delimiter"), ("[" * 100_000 + "]" * 100_000, "unreadable"),
+])
+def test_json_that_cannot_be_read_says_why(js: str, reason: str) -> None:
+    assert parse_reward(js, None)[3].startswith(f"reward.json is not JSON ({reason})")
+
+
 @pytest.mark.parametrize("js", [
     "1", "[1]", '"1"', "true", "null", "{}", "", "{reward: 1}", "1 of 5", '{"reward": 1',
     "[" * 100_000 + "]" * 100_000,                     # nested past the parser's depth
@@ -97,6 +114,7 @@ def test_reward_json_wins_over_reward_txt() -> None:
 def test_the_quote_of_a_long_text_is_cut() -> None:
     message = parse_reward(None, "x" * 500)[3]
     assert "x" * 60 + "…" in message and "x" * 61 not in message
+    assert parse_reward(None, "x" * 60)[3].endswith("'" + "x" * 60 + "'")  # 60 fit whole
 
 
 def test_read_reward_dir_reads_both_files_and_prefers_json(tmp_path: Path) -> None:
