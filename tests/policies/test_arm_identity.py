@@ -34,6 +34,7 @@ from fire_exp.policies.loader import load_portfolio
 from fire_exp.runner.build import Panel, build_panel
 from fire_exp.runner.prereg import verify_manifest, write_manifest
 from fire_exp.tasks.loader import load_task
+from tests.conftest import run_cli
 
 BUNDLED_PANELS = sorted(p.stem for p in (CONFIG_DIR / "panel").glob("*.yaml"))
 PAPER_ARMS = {"real", "sham", "always_verify", "reconsider", "baseline"}
@@ -330,3 +331,19 @@ def test_deleting_a_file_that_shapes_an_arm_is_refused_naming_it(
 def test_an_unchanged_panel_verifies(frozen: tuple[Path, Path, Path]) -> None:
     portfolio, controls, manifest = frozen
     assert verify_manifest(panel_of("demo", portfolio, controls), manifest)["panel"] == "demo"
+
+
+def test_fire_exp_run_refuses_an_edited_sham_text_naming_it(tmp_path: Path) -> None:
+    """The same refusal through the command a user runs, for the file the sham reads."""
+    controls = tmp_path / "controls"
+    shutil.copytree(PORTFOLIOS_DIR / "controls", controls)
+    overrides = ["panel=demo", f"panel.controls={controls}", "panel.attempts=1",
+                 f"prereg={tmp_path / 'prereg.json'}", f"results_dir={tmp_path / 'results'}",
+                 "run=t", "analyze=false"]
+    assert run_cli("freeze", *overrides).returncode == 0
+    sham = controls / "sham_text.md"
+    sham.write_text(sham.read_text().replace("Please take", "Please do take"))
+    proc = run_cli("run", *overrides)
+    assert proc.returncode == 2, proc.stderr
+    assert f"{sham} changed since freezing" in proc.stderr
+    assert not (tmp_path / "results").exists()
