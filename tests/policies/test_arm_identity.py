@@ -16,6 +16,7 @@ after freezing makes the run refuse, naming that file.
 from __future__ import annotations
 
 import ast
+import hashlib
 import json
 import shutil
 from collections.abc import Callable
@@ -48,6 +49,8 @@ SHAM_POOL = [
     "Let nothing rest on a guess that a short look could settle for certain.",
     "Carry on in whatever way seems sensible to you once this is done.",
 ]
+# What the bundled sham says on SESSIONS (test_the_sham_texts_are_frozen_with_their_pool).
+SHAM_TEXTS_SHA256 = "1f87139f64c67cb5af03f97cfea2423a4151115201c80ce91a4e94db67938678"
 
 
 # ---------------------------------------------------------------- scripted sessions
@@ -128,14 +131,19 @@ def source_of(family: str, folder: Path) -> Path:
 
 
 def is_sham_text(text: str, pool: list[str]) -> bool:
-    """``text`` is whole pool sentences, the last possibly cut at a word and closed by '.'."""
-    rest = text
+    """``text`` is pool sentences taken in the pool's order (wrapping round), the last
+    possibly cut at a word and closed by '.'."""
+    rest, expected = text, None  # expected: the index the next sentence must have
     while rest:
-        whole = next((s for s in pool if rest == s or rest.startswith(s + " ")), None)
-        if whole is not None:
-            rest = rest[len(whole):].lstrip(" ")
+        found = [i for i, s in enumerate(pool) if rest == s or rest.startswith(s + " ")]
+        cut = [i for i, s in enumerate(pool)
+               if rest.endswith(".") and s.startswith(rest[:-1] + " ")]
+        if expected is not None:
+            found, cut = [i for i in found if i == expected], [i for i in cut if i == expected]
+        if found:
+            rest, expected = rest[len(pool[found[0]]):].lstrip(" "), (found[0] + 1) % len(pool)
             continue
-        return rest.endswith(".") and any(s.startswith(rest[:-1] + " ") for s in pool)
+        return bool(cut)
     return True
 
 
@@ -255,6 +263,34 @@ def test_the_two_stop_controls_deliver_different_texts(sources: tuple[Path, Path
     assert verify != reconsider
 
 
+def test_the_sham_fires_as_often_as_real_and_logs_an_instruction(
+        panels: dict[str, Panel]) -> None:
+    built = panels["demo"]
+    for session in SESSIONS:
+        again = Session(session.family, session.task, (*session.steps, *session.steps, None))
+        real, sham = (play(arm_families(built, arm), again) for arm in ("real", "sham"))
+        assert [(i, e) for i, e, *_ in sham] == [(i, e) for i, e, *_ in real], session.family
+    text = load_task(SUITES_DIR / "fire-mini" / "recover-wal-orders").instruction
+    runtime = PolicyRuntime(arm_families(built, "sham"), text)
+    runtime.handle(Event("PreToolUse", text, command="sqlite3 evidence/orders.db .dump"))
+    assert [(e.family, e.decision) for e in runtime.log] == [("database_evidence", "instruct")]
+
+
+def test_the_sham_texts_are_frozen_with_their_pool() -> None:
+    """What the sham says is part of the preregistered arm: the same text for a rule in
+    every attempt, from the bundled pool. A change to how it is built fails here (and then
+    needs a new preregistration)."""
+    portfolio, controls = PORTFOLIOS_DIR / "fire-core", PORTFOLIOS_DIR / "controls"
+    built = panel_of("demo", portfolio, controls)
+    said = [part for session in SESSIONS
+            for part in texts(play(arm_families(built, "sham"), session))]
+    pool = [line.strip() for line in (controls / "sham_text.md").read_text().splitlines()
+            if line.strip() and not line.startswith("#")]
+    assert all(is_sham_text(part, pool) for part in said)
+    digest = hashlib.sha256("\n".join(said).encode()).hexdigest()
+    assert digest == SHAM_TEXTS_SHA256, digest
+
+
 def test_the_database_family_allows_the_read_only_open_its_text_recommends(
         panels: dict[str, Panel]) -> None:
     session = Session("database_evidence", "recover-wal-orders",
@@ -324,8 +360,11 @@ def test_deleting_a_file_that_shapes_an_arm_is_refused_naming_it(
     message = refusal(portfolio, controls, manifest)
     # A control source's family is missing before the manifest is read: the build refuses,
     # naming the folder and the family the file defined (the file's stem).
-    assert str(path) in message or (f"{path.parent}: {path.stem}:" in message
-                                    and file.startswith("controls/")), message
+    if file.startswith("controls/") and path.suffix == ".py":
+        assert message == (f"{path.parent}: {path.stem}: no control family of that name "
+                           f"(define a family named {path.stem!r})")
+    else:
+        assert str(path) in message
 
 
 def test_an_unchanged_panel_verifies(frozen: tuple[Path, Path, Path]) -> None:
