@@ -160,8 +160,9 @@ def sources(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
     root = tmp_path_factory.mktemp("sources")
     shutil.copytree(PORTFOLIOS_DIR / "fire-core", root / "fire-core")
     shutil.copytree(PORTFOLIOS_DIR / "controls", root / "controls")
-    (root / "controls" / "sham_text.md").write_text(
-        "# the test's own generic sentences\n" + "\n".join(SHAM_POOL) + "\n", encoding="utf-8")
+    (root / "controls" / "sham_text.md").write_text(  # comments and blank lines are skipped
+        "# the test's own generic sentences\n\n" + "\n\n".join(SHAM_POOL) + "\n# end\n",
+        encoding="utf-8")
     return root / "fire-core", root / "controls"
 
 
@@ -289,6 +290,31 @@ def test_the_sham_texts_are_frozen_with_their_pool() -> None:
     assert all(is_sham_text(part, pool) for part in said)
     digest = hashlib.sha256("\n".join(said).encode()).hexdigest()
     assert digest == SHAM_TEXTS_SHA256, digest
+
+
+@pytest.mark.parametrize(("pool", "problem"), [
+    (None, "<file>: missing (the sham needs its generic text pool)"),
+    ("# two sentences only\nOne sentence here.\n\nAnother one.\n",
+     "<sentences>: needs at least 3 generic sentences"),
+])
+def test_a_sham_without_its_pool_is_refused_naming_it(tmp_path: Path, pool: str | None,
+                                                      problem: str) -> None:
+    controls = tmp_path / "controls"
+    shutil.copytree(PORTFOLIOS_DIR / "controls", controls)
+    sham = controls / "sham_text.md"
+    sham.unlink() if pool is None else sham.write_text(pool)
+    with pytest.raises(InputError) as err:
+        panel_of("demo", PORTFOLIOS_DIR / "fire-core", controls)
+    assert str(err.value) == f"{sham}: {problem}"
+
+
+def test_three_sentences_are_enough_for_a_sham(tmp_path: Path) -> None:
+    controls = tmp_path / "controls"
+    shutil.copytree(PORTFOLIOS_DIR / "controls", controls)
+    (controls / "sham_text.md").write_text("\n".join(SHAM_POOL[:3]) + "\n")
+    built = panel_of("demo", PORTFOLIOS_DIR / "fire-core", controls)
+    said = texts(play(arm_families(built, "sham"), SESSIONS[2]))
+    assert said and all(is_sham_text(part, SHAM_POOL[:3]) for part in said)
 
 
 def test_the_database_family_allows_the_read_only_open_its_text_recommends(
