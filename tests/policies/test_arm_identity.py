@@ -109,6 +109,9 @@ def play(families: tuple[Family, ...] | list[Family], session: Session) -> Recei
         if handle(i, Event("PreToolUse", text, command=command, step=i + 1)) != "deny":
             handle(i, Event("PostToolUse", text, command=command, output=output,
                             exit_code=exit_code, step=i + 1))
+    # A policy that raises fails open (allow) and is logged: no arm may do so here.
+    errors = [(e.family, e.rule, e.text) for e in runtime.log if e.decision == "error"]
+    assert not errors, errors
     return received
 
 
@@ -290,6 +293,14 @@ def test_the_sham_texts_are_frozen_with_their_pool() -> None:
     assert all(is_sham_text(part, pool) for part in said)
     digest = hashlib.sha256("\n".join(said).encode()).hexdigest()
     assert digest == SHAM_TEXTS_SHA256, digest
+
+
+def test_an_ablation_arm_of_no_family_is_refused_naming_the_families() -> None:
+    families = ", ".join(f.name for f in load_portfolio("fire-core").families)
+    with pytest.raises(InputError) as err:
+        build_panel(compose_run("panel=demo", "panel.arms=[real,real-minus-nosuch]"))
+    assert str(err.value) == ("panel.arms: real-minus-nosuch: the portfolio has no family "
+                              f"'nosuch' (families: {families})")
 
 
 @pytest.mark.parametrize(("pool", "problem"), [
