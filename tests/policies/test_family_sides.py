@@ -15,7 +15,7 @@ from dataclasses import dataclass
 import pytest
 
 from fire_exp.paths import SUITES_DIR
-from fire_exp.policies import Decision, Event, Family, PolicyRuntime
+from fire_exp.policies import Decision, Event, Family, PolicyRuntime, Step
 from fire_exp.policies.loader import load_portfolio
 from fire_exp.tasks.loader import load_task
 
@@ -194,6 +194,37 @@ def test_a_stop_in_the_armed_state_is_nudged_and_the_recommended_commands_quiet_
     first = Session(family(side.family), side.task)
     first.run_all([cmd for _, cmd in side.recommended])
     assert first.stop().is_allow
+
+
+def test_a_copy_that_failed_does_not_disarm_the_database_family() -> None:
+    session = Session(family("database_evidence"), "recover-wal-orders")
+    assert session.run(c("cp -a evidence evidence.copy", 1, "cp: No space left on device")) == []
+    assert [d.kind for d in session.run(c("sqlite3 evidence/orders.db .dump"))] == ["deny"]
+
+
+@pytest.mark.parametrize(("text", "eligible"), [
+    ("Recover the orders from the damaged SQLite database evidence/orders.db.", True),
+    ("Recover the lost paragraphs of the essay in notes.txt.", False),   # no database
+    ("Count the orders in the SQLite database shop.db.", False),         # nothing to recover
+])
+def test_the_database_family_needs_a_recovery_and_a_database(text: str,
+                                                             eligible: bool) -> None:
+    assert family("database_evidence").eligible(text) is eligible
+
+
+@pytest.mark.parametrize(("steps", "coded"), [
+    ([], (False, False)),                                          # nothing opened, no copy
+    ([("cp -a evidence /tmp/copy", 0)], (False, True)),            # a copy, nothing opened
+    ([("cp -a evidence /tmp/copy", 1)], (False, False)),           # the copy failed
+    ([("cp -a evidence /tmp/copy", 1), ("sqlite3 evidence/orders.db .dump", 0)], (True, False)),
+    ([("cp -a evidence /tmp/copy", 0), ("sqlite3 /tmp/copy/orders.db .dump", 0)], (False, True)),
+])
+def test_the_database_family_codes_whether_a_complete_copy_came_first(
+        steps: list[tuple[str, int]], coded: tuple[bool, bool]) -> None:
+    trajectory = [Step(i, "command", cmd, code, "") for i, (cmd, code) in enumerate(steps)]
+    text = load_task(SUITES_DIR / "fire-mini" / "recover-wal-orders").instruction
+    coding = family("database_evidence").code([*trajectory, Step(len(steps), "stop")], text)
+    assert (coding.state, coding.behavior) == coded
 
 
 def test_a_probe_chained_into_the_launch_is_not_enough() -> None:
