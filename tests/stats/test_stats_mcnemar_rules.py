@@ -54,7 +54,10 @@ def test_the_exact_test_by_hand(b: int, c: int, p: float) -> None:
     assert (res.b, res.c, res.statistic, res.method) == (b, c, float(b - c), "exact")
     assert res.p_value == pytest.approx(p, abs=1e-15)
     pooled = mcnemar_pooled([b, 0], [c, 0])
-    assert (pooled.p_value, pooled.method, pooled.n_strata) == (res.p_value, "exact-pooled", 2)
+    assert (pooled.b, pooled.c, pooled.statistic, pooled.p_value, pooled.method,
+            pooled.n_strata) == (b, c, float(b - c), res.p_value, "exact-pooled", 2)
+    empty = mcnemar_pooled([0, 0], [0, 0])
+    assert (empty.p_value, empty.method, empty.n_strata) == (1.0, "degenerate", 2)
 
 
 @pytest.mark.parametrize(("b", "c", "message"), [
