@@ -9,6 +9,8 @@ take a second or two); what the tests count is what a policy would see: the comm
 from __future__ import annotations
 
 import functools
+import shutil
+import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import SimpleNamespace
@@ -31,12 +33,15 @@ class Session:
     """Runs nothing; records the commands; at the first stop says ``says`` (if any)."""
 
     script: Path
+    folder: Path  # the attempt folder (the agent writes its transcript under it)
     says: str | None = None
+    instruction: str = "Serve the status page."
     commands: list[str] = field(default_factory=list)
     trajectory: list[object] = field(default_factory=list)
 
     def __post_init__(self) -> None:
-        self.env = SimpleNamespace(task=SimpleNamespace(simulation_script=self.script))
+        self.env = SimpleNamespace(task=SimpleNamespace(simulation_script=self.script),
+                                   attempt_dir=self.folder)
 
     def begin(self) -> str:
         return ""
@@ -60,10 +65,13 @@ def parse_each_script_once(monkeypatch: pytest.MonkeyPatch) -> None:
 def play(tier: str, script: Path, says: str | None = None) -> list[list[str]]:
     """The commands of SEEDS attempts of ``tier``, one seed each."""
     runs = []
+    folder = Path(tempfile.mkdtemp(prefix="fire-exp-tiers-"))
+    (folder / "logs" / "agent").mkdir(parents=True)
     for seed in range(SEEDS):
-        session = Session(script, says)
+        session = Session(script, folder, says)
         SimulatedAgent(tier=tier).run(session, rng=np.random.default_rng(seed))  # type: ignore[arg-type]
         runs.append(session.commands)
+    shutil.rmtree(folder)
     return runs
 
 

@@ -1,5 +1,5 @@
-"""Holm's inputs: p-values in [0, 1] (both ends included), one dimension; anything else is
-refused with the same message, whatever else is in the list."""
+"""Holm's inputs: p-values in [0, 1] (both ends included), one family or one a row; anything
+else is refused with the same message, whatever else is in the list."""
 
 from __future__ import annotations
 
@@ -16,9 +16,16 @@ def test_p_values_outside_the_unit_interval_are_refused(p: list[float]) -> None:
         holm(p)
 
 
-def test_a_matrix_of_p_values_is_refused() -> None:
-    with pytest.raises(ValueError, match="^p_values must be 1-d$"):
-        holm([[0.1, 0.2]])
+@pytest.mark.parametrize("p", [[[[0.1, 0.2]]], 0.3])
+def test_p_values_of_more_than_two_dimensions_or_none_are_refused(p: object) -> None:
+    with pytest.raises(ValueError, match=r"^p_values must be 1-d \(one family\) or 2-d "
+                                         r"\(one family a row\)$"):
+        holm(p)
+
+
+def test_each_row_of_a_matrix_is_a_family_of_its_own() -> None:
+    rows = [[0.01, 0.04, 0.03], [0.5, 0.2, 0.01], [1.0, 0.0, 0.02]]
+    assert holm(rows).tolist() == [holm(row).tolist() for row in rows]
 
 
 @pytest.mark.parametrize(("p", "adjusted"), [
