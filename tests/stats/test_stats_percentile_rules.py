@@ -80,3 +80,56 @@ def test_a_ratio_resample_with_a_zero_denominator_is_infinite() -> None:
     assert set(np.unique(r[np.isfinite(r)])) == {0.5}
     iv = dist.intervals(0.95)["r"]
     assert iv.ci_high == np.inf and iv.ci_low == 0.5 and iv.estimate == 0.5
+
+
+@pytest.mark.parametrize(("b", "level"), [(200, 0.95), (999, 0.9), (1000, 0.8)])
+def test_an_interval_reports_its_resamples_level_spread_and_endpoint_error(
+        b: int, level: float) -> None:
+    from scipy import stats
+
+    gen = np.random.default_rng(b)
+    dist = bootstrap_distributions({"d": gen.random(17)}, n_resamples=b,
+                                   rng=np.random.default_rng(9))
+    iv = dist.intervals(level)["d"]
+    x = np.sort(dist.of("d"))
+    z, alpha = stats.norm.ppf(0.975), (1 - level) / 2
+    half = z * np.sqrt(b * alpha * (1 - alpha))
+    lo_i, hi_i = int(max(0, np.floor(b * alpha - half))), int(min(b - 1, np.ceil(b * alpha
+                                                                                + half)))
+    assert (iv.n_resamples, iv.confidence_level, iv.method, iv.n_tasks) == \
+        (b, level, "percentile", 17)
+    assert iv.mc_error == pytest.approx((x[hi_i] - x[lo_i]) / (2 * z), rel=1e-12)
+    assert iv.standard_error == pytest.approx(np.std(x), rel=1e-12)
+
+
+def test_a_constant_column_is_degenerate_with_no_spread() -> None:
+    iv = paired_bootstrap({"d": [0.5] * 6}, n_resamples=300, rng=np.random.default_rng(1))["d"]
+    assert (iv.method, iv.ci_low, iv.ci_high, iv.standard_error, iv.mc_error) == \
+        ("degenerate", 0.5, 0.5, 0.0, 0.0)
+
+
+@pytest.mark.parametrize("level", [0.0, 1.0, -0.5, 1.5])
+def test_a_level_outside_zero_one_is_refused(level: float) -> None:
+    with pytest.raises(ValueError, match=r"^confidence_level must be in \(0, 1\), got "):
+        paired_bootstrap({"d": [0.1, 0.2]}, n_resamples=10, confidence_level=level,
+                         rng=np.random.default_rng(1))
+
+
+@pytest.mark.parametrize("level", [0.8, 0.95, 0.99])
+def test_the_paired_t_interval_is_scipys(level: float) -> None:
+    from scipy import stats
+
+    from fire_exp.stats.bootstrap import paired_t_interval
+
+    d = np.array([0.5, -0.5, 0.0, 1.0, 0.5, np.nan, 0.25])
+    t = paired_t_interval(d, level)
+    kept = d[~np.isnan(d)]
+    low, high = stats.t.interval(level, kept.size - 1, loc=kept.mean(), scale=stats.sem(kept))
+    assert (t.df, t.method) == (kept.size - 1, "paired-t")
+    assert (t.estimate, t.ci_low, t.ci_high, t.standard_error) == pytest.approx(
+        (kept.mean(), low, high, stats.sem(kept)), rel=1e-10)
+    one = paired_t_interval([0.3, np.nan])
+    assert (one.estimate, one.ci_low, one.ci_high, one.standard_error, one.df,
+            one.method) == (0.3, 0.3, 0.3, 0.0, 0, "degenerate")
+    with pytest.raises(ValueError, match="^paired_t_interval needs at least one task$"):
+        paired_t_interval([np.nan])
