@@ -194,6 +194,13 @@ def panel_arms() -> list[tuple[str, str]]:
     return cases
 
 
+def policies_of(panel: str, arm: str) -> str:
+    """The policies an arm runs: its own name for a preset arm, its ``policies`` field for
+    an arm the panel declares (``none``: it runs no policy)."""
+    declared = compose_run(f"panel={panel}").panel.declare.get(arm)
+    return arm if declared is None else declared.policies
+
+
 # ---------------------------------------------------------------- what each arm delivers
 def check_real(received: Received, session: Session, portfolio: Path) -> None:
     own = string_constants(source_of(session.family, portfolio))
@@ -245,17 +252,19 @@ def test_every_arm_delivers_the_text_of_its_own_source(
         "baseline": lambda got, s, r: (_ for _ in ()).throw(AssertionError(got)) if got
         else None,
     }
-    if arm.startswith(ABLATION):
-        left = load_portfolio(portfolio).family(arm[len(ABLATION):])
+    runs = policies_of(panel, arm)
+    check["none"] = check["baseline"]
+    if runs.startswith(ABLATION):
+        left = load_portfolio(portfolio).family(runs[len(ABLATION):])
         for session in SESSIONS:
             own = texts(play([left], session))
             if session.family == left.name:
                 assert own, f"{left.name} does not fire on its own session"
             check_ablation(play(arm_families(built, arm), session), play(real, session), own)
         return
-    assert arm in check, f"no expectation for arm {arm!r}: say here what it must deliver"
+    assert runs in check, f"no expectation for arm {arm!r}: say here what it must deliver"
     for session in SESSIONS:
-        check[arm](play(arm_families(built, arm), session), session, play(real, session))
+        check[runs](play(arm_families(built, arm), session), session, play(real, session))
 
 
 def test_the_two_stop_controls_deliver_different_texts(sources: tuple[Path, Path],
