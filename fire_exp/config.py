@@ -30,6 +30,17 @@ class PanelConfig:
     analysis: str = "default"
     replacement: dict[str, Any] = field(default_factory=dict)
     ablation: bool = False  # add a leave-one-family-out arm per family (policies/ablation.py)
+    # Spending caps (runner/stopping.py): operational, so not hashed with the experiment;
+    # a run stopped by one resumes under a larger one.
+    budget_usd: float | None = None
+    budget_attempts: int | None = None
+
+    def experiment(self) -> dict[str, Any]:
+        """The fields that define the experiment (what the config hash covers)."""
+        fields = asdict(self)
+        for key in ("budget_usd", "budget_attempts"):
+            fields.pop(key)
+        return fields
 
     @property
     def tasks(self) -> list[tuple[str, str]]:
@@ -70,7 +81,7 @@ class RunConfig:
 
     def config_hash(self) -> str:
         """SHA-256 of what defines the experiment (not where or when it runs)."""
-        text = json.dumps({"panel": asdict(self.panel), "agent": asdict(self.agent),
+        text = json.dumps({"panel": self.panel.experiment(), "agent": asdict(self.agent),
                            "environment": asdict(self.environment), "seed": self.seed},
                           sort_keys=True, default=list)
         return hashlib.sha256(text.encode()).hexdigest()
@@ -157,7 +168,23 @@ def panel_from_dict(data: dict[str, Any]) -> PanelConfig:
         controls=str(data.get("controls", "controls")),
         analysis=str(data.get("analysis", "default")),
         replacement=dict(data.get("replacement") or {}),
-        ablation=_flag(data, "ablation", where))
+        ablation=_flag(data, "ablation", where),
+        budget_usd=_budget(data, "budget_usd", float),
+        budget_attempts=_budget(data, "budget_attempts", int))
+
+
+def _budget(data: dict[str, Any], key: str, kind: type) -> Any:
+    """A spending cap: None (no cap) or a positive number (``budget_attempts`` whole)."""
+    value = data.get(key)
+    if value is None:
+        return None
+    whole = kind is int
+    if isinstance(value, bool) or not isinstance(value, int if whole else int | float) \
+            or not value > 0:
+        what = "a whole number of attempts" if whole else "a positive amount in US dollars"
+        raise InputError("configs/panel", key, f"expected {what}, got {value!r}",
+                         f"set panel.{key}=<{'N' if whole else 'USD'}> or leave it unset")
+    return kind(value)
 
 
 def _flag(data: dict[str, Any], key: str, where: str) -> bool:

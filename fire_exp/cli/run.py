@@ -63,6 +63,10 @@ def _summary(result: RunResult) -> str:
              f"replacements per arm: {replaced or 'none'}"]
     if result.reaped:
         lines.append(f"killed {result.reaped} leftover processes of the interrupted run")
+    if result.stop is not None:
+        lines.append(result.stop.line)
+    elif result.sequential:
+        lines.append(f"sequential test: {result.sequential}")
     return "\n".join(lines)
 
 

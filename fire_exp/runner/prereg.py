@@ -100,7 +100,7 @@ def panel_hashes(panel: Panel) -> dict[str, dict[str, str]]:
         items[f"config_file:{group}"] = {"path": str(config_path), "sha256": _file_sha(config_path)}
     for key, value in (("agent_config", asdict(cfg.agent)),
                        ("environment_config", asdict(cfg.environment)),
-                       ("panel_config", asdict(cfg.panel))):
+                       ("panel_config", cfg.panel.experiment())):
         group = key.split("_")[0]
         items[key] = {"path": f"{files[group]} (values as composed, overrides included)",
                       "sha256": _sha(json.dumps(value, sort_keys=True, default=list))}

@@ -1,0 +1,162 @@
+"""The sequential primary analysis of a run: the e-process over its completed tasks.
+
+A pure function of the attempt records, the analysis plan (its ``sequential:`` section and
+primary contrast) and the frozen schedule (the task order and each task's cells, from
+the run's ``prereg.json``), so the runner's stopping decision and ``analyze``'s report are
+the same computation and can be redone from the run folder alone.
+
+A task *counts* once every scheduled cell (arm × attempt) of it, and of every task before
+it in the frozen order, has a standing record (one no replacement is owed for). Its
+paired difference is the primary contrast's pass rate under A minus under B, scored as
+the analysis scores attempts (replacement rule, invalid records left out, infrastructure
+failures failing); tasks outside the primary cohort count but leave the e-value unchanged.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from fire_exp.analysis.load import loaded_from_records
+from fire_exp.analysis.plan import AnalysisPlan, parse_contrast
+from fire_exp.errors import InputError
+from fire_exp.records import AttemptRecord, ReadResult
+from fire_exp.stats.sequential import SequentialResult, sequential_test
+
+__all__ = ["STOP_FILE", "FrozenOrder", "SequentialState", "read_stop", "sequential_state",
+           "write_stop"]
+
+STOP_FILE = "stopped.json"  # in the run folder: why the run stopped before its end
+
+
+@dataclass(frozen=True)
+class FrozenOrder:
+    """The task order and each task's scheduled cells (arm, replicate), as frozen."""
+
+    tasks: tuple[str, ...]
+    cells: Mapping[str, frozenset[tuple[str, int]]]
+
+    @classmethod
+    def from_schedule(cls, schedule: Iterable[Mapping[str, Any] | Any]) -> FrozenOrder:
+        """From schedule cells (``ScheduledAttempt`` objects or the manifest's dicts)."""
+        tasks: dict[str, set[tuple[str, int]]] = {}
+        for cell in schedule:
+            item = cell if isinstance(cell, Mapping) else vars(cell)
+            tasks.setdefault(str(item["task"]), set()).add((str(item["arm"]),
+                                                            int(item["replicate"])))
+        return cls(tuple(tasks), {t: frozenset(c) for t, c in tasks.items()})
+
+
+@dataclass(frozen=True)
+class SequentialState:
+    """Where the sequential test stands.
+
+    Attributes:
+        completed: the tasks that count, in the frozen order.
+        tasks: those of the primary cohort with both arms scored (the e-process's tasks).
+        diffs: their paired differences A − B, in [−1, 1].
+        result: the sequential test on ``diffs``.
+        contrast, cohort: the primary contrast and its cohort.
+    """
+
+    completed: tuple[str, ...]
+    tasks: tuple[str, ...]
+    diffs: tuple[float, ...]
+    result: SequentialResult
+    contrast: str
+    cohort: str
+
+    @property
+    def stopping_task(self) -> str | None:
+        """The task after which the rule decided (None while it continues)."""
+        stop = self.result.stopped_at
+        return None if stop is None else self.tasks[stop - 1]
+
+    def line(self) -> str:
+        """One line: the decision, where, and the e-value against its threshold."""
+        r = self.result
+        head = {"efficacy": "stopped for efficacy", "futility": "stopped for futility",
+                "continue": "no stopping decision"}[r.decision]
+        where = (f" after {r.stopped_at} of the {self.cohort} tasks (task "
+                 f"{self.stopping_task})" if r.stopped_at else f" after {len(self.tasks)} "
+                 f"{self.cohort} tasks")
+        return (f"{head}{where}: {self.contrast} e-value {r.e_value:.3g} (threshold "
+                f"{r.threshold:g} = 1/alpha, {r.method}); sequential p {r.sequential_p:.3g}")
+
+
+def _completed(records: Sequence[AttemptRecord], order: FrozenOrder) -> list[str]:
+    standing = {(r.task, r.arm, r.replicate) for r in records
+                if r.lineage.replaced_by is None}
+    done = []
+    for task in order.tasks:
+        if not all((task, arm, rep) in standing for arm, rep in order.cells[task]):
+            break
+        done.append(task)
+    return done
+
+
+def sequential_state(records: Sequence[AttemptRecord], plan: AnalysisPlan,
+                     order: FrozenOrder) -> SequentialState:
+    """The sequential test of ``plan``'s primary contrast over the tasks that count.
+
+    Raises:
+        ValueError: the plan has no ``sequential:`` section.
+    """
+    rule = plan.sequential
+    if rule is None:
+        raise ValueError("the analysis plan has no sequential: section")
+    completed = _completed(records, order)
+    a, b = parse_contrast(plan.primary.contrast)
+    cohort = plan.primary.cohort
+    done = set(completed)
+    read = ReadResult(finished=[r for r in records if r.task in done], started=[],
+                      torn_tail=False)
+    frame = loaded_from_records(read, "<records>").attempts
+    if cohort != "all":
+        frame = frame[frame["cohort"] == cohort]
+    rates = frame.groupby(["task", "arm"])["passed"].mean()
+    tasks, diffs = [], []
+    for task in completed:
+        if (task, a) in rates.index and (task, b) in rates.index:
+            tasks.append(task)
+            diffs.append(float(rates[(task, a)]) - float(rates[(task, b)]))
+    futility = rule.futility
+    result = sequential_test(diffs, alpha=rule.alpha, method=rule.method,
+                             max_bet=rule.max_bet, grid_size=rule.grid_size,
+                             futility_below=futility.e_below if futility else None,
+                             futility_min_tasks=futility.min_tasks if futility else 1)
+    return SequentialState(tuple(completed), tuple(tasks), tuple(diffs), result,
+                           plan.primary.contrast, cohort)
+
+
+def write_stop(run_dir: Path, reason: str, line: str, **details: object) -> Path:
+    """Record why the run stopped early (``efficacy``, ``futility``, ``budget_usd``,
+    ``budget_attempts``) in ``run_dir/stopped.json``; returns its path."""
+    path = run_dir / STOP_FILE
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(json.dumps({"reason": reason, "line": line, **details}, indent=1,
+                              sort_keys=True) + "\n", encoding="utf-8")
+    tmp.replace(path)
+    return path
+
+
+def read_stop(run_dir: Path) -> dict[str, Any] | None:
+    """The run's stop record, or None when it ran (or is running) to its end.
+
+    Raises:
+        InputError: the file is not a JSON object with a reason.
+    """
+    path = run_dir / STOP_FILE
+    if not path.is_file():
+        return None
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise InputError(path, "<file>", f"unreadable: {exc}",
+                         "delete it to analyse the run as unstopped") from exc
+    if not isinstance(data, dict) or not isinstance(data.get("reason"), str):
+        raise InputError(path, "reason", "missing", "delete the file, or restore it")
+    return data

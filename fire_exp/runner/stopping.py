@@ -1,0 +1,181 @@
+"""Stopping a run before its end: the sequential rule and the spending budget.
+
+A :class:`StopMonitor` watches a run's records as they are written. With a sequential
+analysis plan it evaluates the preregistered rule each time a task completes
+(:func:`fire_exp.analysis.sequential.sequential_state`, a pure function of the records, the
+plan and the frozen schedule): on efficacy or futility it empties the queue, so nothing
+more starts and the attempts in flight finish and are recorded. With ``panel.budget_usd``
+or ``panel.budget_attempts`` it keeps the queue no longer than what the budget still
+allows, counting the attempts in flight as spent (at the dearest cost of a finished
+attempt of the run), so no attempt starts that could cross it. Either way the reason goes
+to the run folder's ``stopped.json`` (what ``analyze`` reads), and a resumed run decides
+again from its records: it continues exactly, or stops at once for the same reason.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import deque
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from fire_exp.analysis.sequential import (
+    STOP_FILE,
+    FrozenOrder,
+    SequentialState,
+    sequential_state,
+    write_stop,
+)
+from fire_exp.records import AttemptRecord
+from fire_exp.runner.build import Panel
+
+__all__ = ["Stop", "StopMonitor", "projected_cost"]
+
+
+@dataclass(frozen=True)
+class Stop:
+    """Why a run stopped before its end: ``efficacy``, ``futility``, ``budget_usd`` or
+    ``budget_attempts``, with one line for the terminal and the figures behind it."""
+
+    reason: str
+    line: str
+    details: dict[str, Any] = field(default_factory=dict)
+
+
+def _cost(record: AttemptRecord) -> float:
+    return float(record.usage.cost_usd or 0.0)
+
+
+class StopMonitor:
+    """Decides, after every record, whether the run goes on (see the module docstring).
+
+    Args:
+        panel: the panel (its plan, schedule and budget).
+        records: the finished records already in the run's store.
+        run_dir: where ``stopped.json`` goes.
+    """
+
+    def __init__(self, panel: Panel, records: Sequence[AttemptRecord], run_dir: Path) -> None:
+        self.plan = panel.plan
+        self.budget_usd = panel.config.panel.budget_usd
+        self.budget_attempts = panel.config.panel.budget_attempts
+        self.order = (FrozenOrder.from_schedule(panel.schedule)
+                      if self.plan.sequential is not None else None)
+        self.records = list(records)
+        self.run_dir = run_dir
+        self.in_flight = 0
+        self.stop: Stop | None = None
+        self._completed = -1
+        self.state: SequentialState | None = None
+
+    @classmethod
+    def for_panel(cls, panel: Panel, records: Sequence[AttemptRecord], run_dir: Path,
+                  ) -> StopMonitor | None:
+        """A monitor when the panel has a sequential plan or a budget, else None."""
+        pc = panel.config.panel
+        if panel.plan.sequential is None and pc.budget_usd is None and \
+                pc.budget_attempts is None:
+            return None
+        return cls(panel, records, run_dir)
+
+    def started(self) -> None:
+        """An attempt was sent off."""
+        self.in_flight += 1
+
+    def finished(self, record: AttemptRecord) -> None:
+        """An attempt's record was written."""
+        self.in_flight = max(0, self.in_flight - 1)
+        self.records.append(record)
+
+    def check(self, queue: deque[Any]) -> Stop | None:
+        """Decide now: empty or shorten ``queue`` when the run must stop; the first stop
+        decided is kept (and recorded in ``stopped.json``)."""
+        if self.stop is None:
+            stop = self._rule() or self._budget(queue)
+            if stop is not None:
+                self.stop = stop
+                write_stop(self.run_dir, stop.reason, stop.line, **stop.details)
+        if self.stop is not None and self.stop.reason in ("efficacy", "futility"):
+            queue.clear()
+        elif self.stop is not None:
+            self._trim(queue)
+        return self.stop
+
+    def clear_stale(self) -> None:
+        """A resumed run that goes on: an earlier stop record no longer holds."""
+        if self.stop is None:
+            (self.run_dir / STOP_FILE).unlink(missing_ok=True)
+
+    def _rule(self) -> Stop | None:
+        if self.order is None:
+            return None
+        standing = {(r.task, r.arm, r.replicate) for r in self.records
+                    if r.lineage.replaced_by is None}
+        completed = 0
+        for task in self.order.tasks:
+            if not all((task, arm, rep) in standing for arm, rep in self.order.cells[task]):
+                break
+            completed += 1
+        if completed == self._completed:
+            return None  # no task completed since the last look
+        self._completed = completed
+        self.state = state = sequential_state(self.records, self.plan, self.order)
+        if state.result.decision == "continue":
+            return None
+        r = state.result
+        return Stop(r.decision, state.line(), {
+            "tasks_completed": len(state.completed), "tasks_tested": len(state.tasks),
+            "stopped_at": r.stopped_at, "stopping_task": state.stopping_task,
+            "e_value": r.e_value, "threshold": r.threshold, "alpha": r.alpha,
+            "method": r.method, "contrast": state.contrast, "cohort": state.cohort,
+            **self._spent()})
+
+    def _spent(self) -> dict[str, Any]:
+        return {"attempts_recorded": len(self.records),
+                "cost_usd": round(sum(_cost(r) for r in self.records), 6)}
+
+    def _allowed(self) -> tuple[int, str] | None:
+        """How many more attempts may start, and which budget says so (None: no cap)."""
+        caps = []
+        busy = len(self.records) + self.in_flight
+        if self.budget_attempts is not None:
+            caps.append((self.budget_attempts - busy, "budget_attempts"))
+        dearest = max((_cost(r) for r in self.records), default=0.0)
+        if self.budget_usd is not None and dearest > 0:
+            left = self.budget_usd - sum(_cost(r) for r in self.records) \
+                - self.in_flight * dearest
+            caps.append((math.floor(left / dearest + 1e-9), "budget_usd"))
+        return min(caps) if caps else None
+
+    def _budget(self, queue: deque[Any]) -> Stop | None:
+        allowed = self._allowed()
+        if allowed is None or allowed[0] >= len(queue):
+            return None
+        n, which = max(0, allowed[0]), allowed[1]
+        cap = f"panel.budget_usd={self.budget_usd:g}" if which == "budget_usd" else \
+            f"panel.budget_attempts={self.budget_attempts}"
+        spent = self._spent()
+        line = (f"stopped by its budget ({cap}): the last {len(queue) - n} owed attempts were "
+                f"not started; raise {cap.split('=')[0]} and resume to continue")
+        return Stop(which, line, {"budget_usd": self.budget_usd,
+                                  "budget_attempts": self.budget_attempts,
+                                  "not_started": len(queue) - n, **spent})
+
+    def _trim(self, queue: deque[Any]) -> None:
+        allowed = self._allowed()
+        keep = len(queue) if allowed is None else max(0, allowed[0])
+        while len(queue) > keep:
+            queue.pop()
+
+
+def projected_cost(records: Sequence[AttemptRecord], owed: int) -> str | None:
+    """A line projecting the cost of ``owed`` attempts from the run's finished ones
+    (None when none reports a cost)."""
+    costs = [_cost(r) for r in records if _cost(r) > 0]
+    if not costs or owed <= 0:
+        return None
+    per = sum(costs) / len(costs)
+    return (f"projected cost: ~${per * owed:.2f} for {owed} owed attempts at ${per:.4f} per "
+            f"attempt (mean of {len(costs)} finished attempts of this run)")

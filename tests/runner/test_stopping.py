@@ -1,0 +1,168 @@
+"""Stopping a run early: the sequential rule after each completed task block, the budget
+before an attempt that could cross it, and a resumed run deciding the same again."""
+
+from __future__ import annotations
+
+import json
+from collections import deque
+from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
+
+from fire_exp.analysis import load_plan
+from fire_exp.analysis.sequential import STOP_FILE, FrozenOrder, read_stop, sequential_state
+from fire_exp.records import AttemptRecord, Lineage, Usage
+from fire_exp.runner.schedule import ScheduledAttempt, build_task_block_schedule
+from fire_exp.runner.stopping import StopMonitor, projected_cost
+from tests.runner.runner_helpers import ROOT, cli
+
+PLAN = load_plan(ROOT / "analysis" / "sequential.yaml")
+TASKS = [(f"t{i}", "eligible") for i in range(12)] + [("s0", "silent")]
+
+
+def _record(cell: ScheduledAttempt, passed: bool, cost: float = 0.0,
+            replaced_by: str | None = None) -> AttemptRecord:
+    return AttemptRecord(run="r", panel="p", attempt_id=cell.attempt_id, task=cell.task,
+                         task_digest="d", cohort=cell.cohort, arm=cell.arm,
+                         replicate=cell.replicate, order=cell.order, seed=cell.seed,
+                         agent="a", environment="e", reward=float(passed), passed=passed,
+                         usage=Usage(cost_usd=cost), lineage=Lineage(replaced_by=replaced_by))
+
+
+def _panel(schedule: list[ScheduledAttempt], plan: Any = PLAN, **budget: Any) -> Any:
+    panel_config = SimpleNamespace(budget_usd=budget.get("budget_usd"),
+                                   budget_attempts=budget.get("budget_attempts"))
+    return SimpleNamespace(plan=plan, schedule=schedule,
+                           config=SimpleNamespace(panel=panel_config))
+
+
+def _feed(monitor: StopMonitor, schedule: list[ScheduledAttempt], queue: deque[Any],
+          passes: Any) -> int:
+    """Run the queue one attempt at a time; returns how many ran."""
+    ran = 0
+    while queue:
+        cell = queue.popleft()
+        monitor.started()
+        monitor.finished(_record(cell, passes(cell)))
+        monitor.check(queue)
+        ran += 1
+    return ran
+
+
+def test_the_schedule_runs_task_blocks_in_a_frozen_random_order() -> None:
+    schedule = build_task_block_schedule(TASKS, ["real", "sham"], attempts=2, seed=3)
+    order = FrozenOrder.from_schedule(schedule)
+    assert sorted(order.tasks) == sorted(t for t, _ in TASKS)
+    assert list(order.tasks) != [t for t, _ in TASKS]  # randomized
+    seen = [s.task for s in schedule]
+    assert all(seen.index(t) + 4 == len(seen) - seen[::-1].index(t) for t in order.tasks)
+    assert build_task_block_schedule(TASKS, ["real", "sham"], 2, 3) == schedule
+
+
+def test_efficacy_stops_after_the_block_whose_task_crosses_one_over_alpha(tmp_path) -> None:
+    schedule = build_task_block_schedule(TASKS, ["real", "sham"], attempts=2, seed=3)
+    monitor = StopMonitor(_panel(schedule), [], tmp_path)
+    queue: deque[Any] = deque(schedule)
+    ran = _feed(monitor, schedule, queue, lambda cell: cell.arm == "real")
+    assert monitor.stop is not None and monitor.stop.reason == "efficacy"
+    # Differences of 1 reach e >= 20 at the 8th eligible task (stats doctest).
+    order = FrozenOrder.from_schedule(schedule).tasks
+    eligible_seen = [t for t in order if t.startswith("t")][:8]
+    last = order.index(eligible_seen[-1]) + 1
+    assert ran == 4 * last  # the crossing task's block, nothing after it
+    stop = read_stop(tmp_path)
+    assert stop is not None and stop["reason"] == "efficacy" and stop["stopped_at"] == 8
+    assert stop["e_value"] >= 20
+
+
+def test_a_resumed_run_decides_the_same_from_its_records_alone(tmp_path) -> None:
+    schedule = build_task_block_schedule(TASKS, ["real", "sham"], attempts=2, seed=3)
+    first = StopMonitor(_panel(schedule), [], tmp_path)
+    _feed(first, schedule, deque(schedule), lambda cell: cell.arm == "real")
+    again = StopMonitor(_panel(schedule), first.records, tmp_path)
+    queue: deque[Any] = deque(schedule[len(first.records):])
+    assert again.check(queue) == first.stop
+    assert not queue
+    state = sequential_state(first.records, PLAN, FrozenOrder.from_schedule(schedule))
+    assert state.result.stopped_at == 8 and state.line().startswith("stopped for efficacy")
+
+
+def test_a_task_counts_only_when_its_block_and_those_before_it_are_complete() -> None:
+    schedule = build_task_block_schedule(TASKS, ["real", "sham"], attempts=2, seed=3)
+    order = FrozenOrder.from_schedule(schedule)
+    second = [_record(c, c.arm == "real") for c in schedule if c.task == order.tasks[1]]
+    first = [_record(c, c.arm == "real") for c in schedule if c.task == order.tasks[0]]
+    assert sequential_state(second, PLAN, order).completed == ()
+    assert sequential_state(second + first[:-1], PLAN, order).completed == ()
+    owed = first[-1].model_copy(update={"lineage": Lineage(replaced_by="x#1")})
+    assert sequential_state(second + first[:-1] + [owed], PLAN, order).completed == ()
+    assert len(sequential_state(second + first, PLAN, order).completed) == 2
+
+
+def test_futility_stops_only_when_preregistered(tmp_path) -> None:
+    schedule = build_task_block_schedule(TASKS, ["real", "sham"], attempts=2, seed=3)
+    # real passes on even tasks, sham on odd ones: differences alternate +1, -1
+    def passes(cell: ScheduledAttempt) -> bool:
+        return (cell.arm == "real") == (int(cell.task[1:] or 0) % 2 == 0)
+    no_rule = PLAN.model_copy(update={"sequential": PLAN.sequential.model_copy(
+        update={"futility": None})})
+    monitor = StopMonitor(_panel(schedule, no_rule), [], tmp_path)
+    assert _feed(monitor, schedule, deque(schedule), passes) == len(schedule)
+    assert monitor.stop is None and not (tmp_path / STOP_FILE).exists()
+    strict = PLAN.model_copy(update={"sequential": PLAN.sequential.model_copy(
+        update={"futility": PLAN.sequential.futility.model_copy(update={"e_below": 0.5})})})
+    monitor = StopMonitor(_panel(schedule, strict), [], tmp_path)
+    assert _feed(monitor, schedule, deque(schedule), passes) < len(schedule)
+    assert monitor.stop is not None and monitor.stop.reason == "futility"
+
+
+def test_the_attempt_budget_counts_attempts_in_flight(tmp_path) -> None:
+    schedule = build_task_block_schedule(TASKS, ["real", "sham"], attempts=2, seed=3)
+    monitor = StopMonitor(_panel(schedule, load_plan(ROOT / "analysis" / "demo.yaml"),
+                                 budget_attempts=5), [], tmp_path)
+    queue: deque[Any] = deque(schedule)
+    for _ in range(2):  # two workers take an attempt each
+        queue.popleft()
+        monitor.started()
+    monitor.check(queue)
+    assert len(queue) == 3 and monitor.stop is not None
+    assert monitor.stop.reason == "budget_attempts"
+    assert json.loads((tmp_path / STOP_FILE).read_text())["not_started"] == len(schedule) - 5
+
+
+def test_the_dollar_budget_stops_before_an_attempt_that_could_cross_it(tmp_path) -> None:
+    schedule = build_task_block_schedule(TASKS, ["real", "sham"], attempts=2, seed=3)
+    monitor = StopMonitor(_panel(schedule, load_plan(ROOT / "analysis" / "demo.yaml"),
+                                 budget_usd=1.0), [], tmp_path)
+    queue: deque[Any] = deque(schedule)
+    costs = iter([0.30, 0.25, 0.30, 0.1, 0.1])
+    spent = 0.0
+    while queue:
+        cell = queue.popleft()
+        monitor.started()
+        cost = next(costs)
+        spent += cost
+        monitor.finished(_record(cell, True, cost))
+        monitor.check(queue)
+    assert spent <= 1.0  # three attempts; a fourth at the dearest cost (0.30) would cross
+    assert len(monitor.records) == 3 and monitor.stop is not None
+    assert monitor.stop.reason == "budget_usd"
+
+
+def test_projected_cost_needs_a_finished_attempt_with_a_cost() -> None:
+    cell = build_task_block_schedule(TASKS, ["real"], 1, 0)[0]
+    assert projected_cost([], 10) is None
+    assert "~$5.00 for 10 owed attempts" in str(projected_cost([_record(cell, True, 0.5)], 10))
+
+
+def test_cli_budget_stop_then_resume_under_a_larger_budget_continues(tmp_path: Path) -> None:
+    first = cli("run=b", "panel.budget_attempts=3", "executor.workers=1", results=tmp_path)
+    assert first.returncode == 0, first.stderr
+    assert "stopped by its budget (panel.budget_attempts=3)" in first.stdout
+    run = tmp_path / "rt" / "b"
+    lines = (run / "attempts.jsonl").read_text().count('"kind":"finished"')
+    assert lines == 3 and read_stop(run) is not None
+    second = cli("resume=b", "panel.budget_attempts=100", results=tmp_path)
+    assert second.returncode == 0, second.stderr
+    assert "stopped" not in second.stdout and read_stop(run) is None
+    assert (run / "attempts.jsonl").read_text().count('"kind":"finished"') == 10
