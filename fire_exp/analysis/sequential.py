@@ -26,8 +26,8 @@ from fire_exp.errors import InputError
 from fire_exp.records import AttemptRecord, ReadResult
 from fire_exp.stats.sequential import SequentialResult, sequential_test
 
-__all__ = ["STOP_FILE", "FrozenOrder", "SequentialState", "read_stop", "sequential_state",
-           "write_stop"]
+__all__ = ["STOP_FILE", "FrozenOrder", "SequentialState", "read_stop", "sequential_markdown",
+           "sequential_state", "sequential_summary", "write_stop"]
 
 STOP_FILE = "stopped.json"  # in the run folder: why the run stopped before its end
 
@@ -160,3 +160,73 @@ def read_stop(run_dir: Path) -> dict[str, Any] | None:
     if not isinstance(data, dict) or not isinstance(data.get("reason"), str):
         raise InputError(path, "reason", "missing", "delete the file, or restore it")
     return data
+
+
+def _order(records: Sequence[AttemptRecord], prereg: Mapping[str, Any] | None,
+           ) -> tuple[FrozenOrder, str]:
+    schedule = (prereg or {}).get("schedule")
+    if isinstance(schedule, list) and schedule:
+        return FrozenOrder.from_schedule(schedule), "the schedule frozen in prereg.json"
+    cells = [{"task": r.task, "arm": r.arm, "replicate": r.replicate} for r in records]
+    return FrozenOrder.from_schedule(cells), "the attempts file (no frozen schedule)"
+
+
+def sequential_summary(records: Sequence[AttemptRecord] | None, plan: AnalysisPlan,
+                       prereg: Mapping[str, Any] | None, run_dir: Path | None,
+                       ) -> dict[str, Any] | None:
+    """The sequential result ``analyze`` reports beside the fixed-size tables, as JSON-ready
+    data: the decision, the stopping time, the e-value path, why the run stopped (its
+    ``stopped.json``) and whether the fixed-size tables come after an optional stop.
+    None when the plan has no ``sequential:`` section.
+    """
+    rule = plan.sequential
+    if rule is None:
+        return None
+    stop = read_stop(run_dir) if run_dir is not None else None
+    if records is None:
+        return {"decision": None, "stop_reason": stop and stop["reason"],
+                "note": "the sequential test needs the run's attempts.jsonl (its records)"}
+    order, source = _order(records, prereg)
+    state = sequential_state(records, plan, order)
+    r = state.result
+    stopped_early = stop is not None or r.decision != "continue"
+    return {
+        "contrast": state.contrast, "cohort": state.cohort, "method": r.method,
+        "alpha": r.alpha, "threshold": r.threshold, "max_bet": rule.max_bet,
+        "grid_size": rule.grid_size,
+        "futility_e_below": rule.futility.e_below if rule.futility else None,
+        "futility_min_tasks": rule.futility.min_tasks if rule.futility else None,
+        "decision": r.decision, "stopped_at": r.stopped_at,
+        "stopping_task": state.stopping_task, "e_value": r.e_value,
+        "max_e_value": r.max_e_value, "sequential_p": r.sequential_p,
+        "mean_difference_pp": 100 * r.mean_difference,
+        "tasks_tested": len(state.tasks), "tasks_completed": len(state.completed),
+        "tasks_in_order": len(order.tasks), "task_order_from": source,
+        "path": [{"task": t, "difference": d, "e_value": float(e)}
+                 for t, d, e in zip(state.tasks, state.diffs, r.e_values, strict=True)],
+        "stop_reason": stop["reason"] if stop else None,
+        "stop_line": stop["line"] if stop else None,
+        "line": state.line(),
+        "fixed_size_after_optional_stop": stopped_early,
+    }
+
+
+def sequential_markdown(summary: Mapping[str, Any]) -> str:
+    """The sequential result as a short Markdown section."""
+    if summary.get("decision") is None:
+        return f"### Sequential test\n\n{summary.get('note', '')}\n"
+    rows = [("rule", f"{summary['method']} e-process on {summary['contrast']} "
+             f"({summary['cohort']}), stop at e >= {summary['threshold']:g} = 1/alpha"
+             + (f"; futility at e <= {summary['futility_e_below']:g} after "
+                f"{summary['futility_min_tasks']} tasks" if summary["futility_e_below"]
+                else "")),
+            ("decision", summary["line"]),
+            ("tasks tested / completed / in order",
+             f"{summary['tasks_tested']} / {summary['tasks_completed']} / "
+             f"{summary['tasks_in_order']}"),
+            ("run stopped", summary["stop_line"] or "no (ran to its end, or is running)")]
+    table = "\n".join(["| | |", "| --- | --- |", *(f"| {k} | {v} |" for k, v in rows)])
+    note = ("\n\nThe fixed-size tables were computed after an optional stop: their p-values "
+            "and intervals are descriptive; the sequential test is the primary result.\n"
+            if summary["fixed_size_after_optional_stop"] else "\n")
+    return f"### Sequential test\n\n{table}{note}"

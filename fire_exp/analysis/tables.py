@@ -47,6 +47,7 @@ from fire_exp.analysis.reliability import (
 from fire_exp.analysis.resamples import BootstrapResults, SharedBootstrap
 from fire_exp.analysis.result import AnalysisResult
 from fire_exp.analysis.run import PlanChoice, RunInputs, choose_plan, read_run, resolve_plan
+from fire_exp.analysis.sequential import sequential_summary
 from fire_exp.analysis.suite import (
     SUITE_SCOPE,
     Suite,
@@ -450,6 +451,11 @@ def analyze(source: str | Path | pd.DataFrame | LoadedAttempts | RunInputs,
     pass_rates = arms.drop(columns=cost_cols) if len(arms) else arms
     cost = arms[key_cols + cost_cols] if len(arms) else arms
     pass_k = pass_k_frame(arm_rows)
+    sequential = sequential_summary(inputs.records.finished if inputs.records else None, plan,
+                                    inputs.prereg, inputs.path.parent if inputs.path else None)
+    if sequential is not None and sequential.get("fixed_size_after_optional_stop"):
+        notes.append("the fixed-size tables were computed after an optional stop "
+                     f"({sequential['line']}): the sequential test is the primary result")
     return AnalysisResult(
         pass_rates=pass_rates, contrasts=contrasts, sensitivity=sensitivity,
         interaction=_interaction_frame(plan, diffs, results),
@@ -468,4 +474,4 @@ def analyze(source: str | Path | pd.DataFrame | LoadedAttempts | RunInputs,
         status=status,
         metadata={**_metadata(choice, inputs, att, k), "suite_transitions_left_out": left_out,
                   "run_status": asdict(status)},
-        notes=tuple(notes))
+        notes=tuple(notes), sequential=sequential)

@@ -21,9 +21,12 @@ from fire_exp.cli._hydra import hydra_main
 from fire_exp.cli.freeze import default_prereg_path
 from fire_exp.config import RunConfig
 from fire_exp.errors import InputError
+from fire_exp.records import read_records
 from fire_exp.runner.build import Panel, build_panel, prepare_panel
 from fire_exp.runner.panel import RunResult, run_panel
 from fire_exp.runner.prereg import verify_manifest, write_manifest
+from fire_exp.runner.replacement import owed_attempts
+from fire_exp.runner.stopping import projected_cost
 
 
 def preregister(panel: Panel, run_dir: Path) -> str:
@@ -70,6 +73,15 @@ def _summary(result: RunResult) -> str:
     return "\n".join(lines)
 
 
+def _projection(panel: Panel, run_dir: Path) -> str | None:
+    """The projected cost of what a resumed run still owes, from its finished attempts."""
+    path = run_dir / "attempts.jsonl"
+    if not path.is_file():
+        return None
+    finished = read_records(path).finished
+    return projected_cost(finished, len(owed_attempts(panel.schedule, finished)))
+
+
 def _terminate(signum: int, frame: FrameType | None) -> None:
     raise KeyboardInterrupt  # SIGTERM stops a run as cleanly as Ctrl-C
 
@@ -85,6 +97,9 @@ def _run(config: RunConfig, argv: list[str]) -> int:
     print(f"panel {panel.name}: {len(panel.schedule)} attempts "
           f"({len(panel.tasks)} tasks x {len(panel.arms)} arms x {config.panel.attempts}); "
           f"preregistration {status}; run folder {run_dir}", file=sys.stderr)
+    projection = _projection(panel, run_dir)
+    if projection is not None:
+        print(projection, file=sys.stderr)
     saved = signal.signal(signal.SIGTERM, _terminate)
     try:
         result = run_panel(panel, run_dir)
