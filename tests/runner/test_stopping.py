@@ -9,8 +9,12 @@ from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
+import pytest
+
 from fire_exp.analysis import load_plan
 from fire_exp.analysis.sequential import STOP_FILE, FrozenOrder, read_stop, sequential_state
+from fire_exp.config import panel_from_dict
+from fire_exp.errors import InputError
 from fire_exp.records import AttemptRecord, Lineage, Usage
 from fire_exp.runner.schedule import ScheduledAttempt, build_task_block_schedule
 from fire_exp.runner.stopping import StopMonitor, projected_cost
@@ -166,3 +170,16 @@ def test_cli_budget_stop_then_resume_under_a_larger_budget_continues(tmp_path: P
     assert second.returncode == 0, second.stderr
     assert "stopped" not in second.stdout and read_stop(run) is None
     assert (run / "attempts.jsonl").read_text().count('"kind":"finished"') == 10
+
+
+def test_a_bad_budget_is_refused_where_it_enters() -> None:
+    base = {"name": "p", "suite": "s", "eligible": ["t"], "arms": ["real"], "attempts": 1,
+            "portfolio": "fire-core"}
+    for key, value in (("budget_usd", -1), ("budget_usd", "lots"), ("budget_usd", 0),
+                       ("budget_attempts", 2.5), ("budget_attempts", True)):
+        with pytest.raises(InputError) as exc:
+            panel_from_dict({**base, key: value})
+        assert exc.value.field == key and "expected" in exc.value.problem
+    ok = panel_from_dict({**base, "budget_usd": 12, "budget_attempts": 40})
+    assert (ok.budget_usd, ok.budget_attempts) == (12.0, 40)
+    assert "budget_usd" not in ok.experiment()  # operational: not hashed
