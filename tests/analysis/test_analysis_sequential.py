@@ -71,3 +71,11 @@ def test_a_plan_without_the_section_adds_nothing(tmp_path):
     write_tables(result, tmp_path / "out")
     assert not (tmp_path / "out" / "sequential.json").exists()
     assert "Sequential" not in summary_markdown(result)
+
+
+def test_a_run_stopped_by_its_budget_says_so_in_its_status(tmp_path):
+    run = _run(tmp_path, n_tasks=3, stopped=False)
+    write_stop(run, "budget_usd", "stopped by its budget (panel.budget_usd=5)")
+    result = analyze(run, REPO / "analysis" / "demo.yaml")
+    assert result.status.partial
+    assert result.status.message.startswith("stopped by its budget (panel.budget_usd=5); ")
