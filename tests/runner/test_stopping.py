@@ -3,8 +3,10 @@ before an attempt that could cross it, and a resumed run deciding the same again
 
 from __future__ import annotations
 
+import io
 import json
 from collections import deque
+from dataclasses import replace
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
@@ -183,3 +185,47 @@ def test_a_bad_budget_is_refused_where_it_enters() -> None:
     ok = panel_from_dict({**base, "budget_usd": 12, "budget_attempts": 40})
     assert (ok.budget_usd, ok.budget_attempts) == (12.0, 40)
     assert "budget_usd" not in ok.experiment()  # operational: not hashed
+
+
+class _ScoringExecutor:
+    """Runs nothing: every job's record passes under ``real`` and fails otherwise (the
+    runner's stopping machinery is what is tested, not the attempts)."""
+
+    name = "scoring"
+
+    def run(self, panel: Any, queue: Any, on_start: Any, on_done: Any) -> None:
+        while queue:
+            job = queue.popleft()
+            on_start(job)
+            item = job.item
+            on_done(job, AttemptRecord(
+                run=job.run, panel=panel.name, attempt_id=job.attempt_id, task=item.task,
+                task_digest="d", cohort=item.cohort, arm=item.arm, replicate=item.replicate,
+                order=item.order, seed=item.seed, agent="a", environment="e",
+                reward=float(item.arm == "real"), passed=item.arm == "real"))
+
+
+def test_run_panel_stops_for_efficacy_and_a_resume_runs_nothing_more(tmp_path) -> None:
+    from fire_exp.runner.build import build_panel
+    from fire_exp.runner.panel import run_panel
+    from fire_exp.runner.progress import PlainProgress
+    from tests.runner.runner_helpers import run_config
+
+    config = run_config(tmp_path, arms=("real", "sham"), tasks=())
+    eligible = ("serve-status-page", "kv-http-service", "deploy-git-hook",
+                "recover-wal-orders", "recover-sensor-readings", "replace-terms-exact",
+                "sanitize-credentials", "build-report-log", "reimplement-rle",
+                "count-subset-tokens")
+    config = replace(config, panel=replace(config.panel, eligible=eligible,
+                                           silent=("csv-column-stats",), attempts=2,
+                                           analysis=str(ROOT / "analysis" / "sequential.yaml")))
+    panel = build_panel(config)
+    run_dir = tmp_path / "rt" / "seq"
+    progress = PlainProgress(len(panel.schedule), stream=io.StringIO())
+    first = run_panel(panel, run_dir, progress=progress, executor=_ScoringExecutor())
+    assert first.stop is not None and first.stop.reason == "efficacy"
+    stop = read_stop(run_dir)
+    assert stop is not None and stop["stopped_at"] == 8
+    assert first.ran < len(panel.schedule) and first.ran % 4 == 0  # whole task blocks
+    again = run_panel(panel, run_dir, progress=progress, executor=_ScoringExecutor())
+    assert again.ran == 0 and again.stop == first.stop
