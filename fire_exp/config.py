@@ -74,6 +74,7 @@ class RunConfig:
     prereg: str | None = None
     analyze: bool = True
     resume: str | None = None  # the run being resumed (``run`` is then the same name)
+    cost_pilot: str | None = None  # attempts to project the cost from (runner/projection.py)
     # The file each config group was composed from (Hydra's choices, e.g. panel -> demo),
     # recorded at the entry point so the preregistration can hash the files anywhere
     # (a Ray worker rebuilds the panel without Hydra).
@@ -215,7 +216,18 @@ def run_config_from_dict(data: dict[str, Any],
         executor=_component(data["executor"], "executor"), seed=seed,
         run=run, results_dir=str(data.get("results_dir", "results")),
         prereg=data.get("prereg"), analyze=bool(data.get("analyze", True)), resume=resume,
+        cost_pilot=_optional_text(data, "cost_pilot"),
         choices=dict(choices or {}))
+
+
+def _optional_text(data: dict[str, Any], key: str) -> str | None:
+    value = data.get(key)
+    if value in (None, ""):
+        return None
+    if not isinstance(value, str):
+        raise InputError("configs/config.yaml", key, f"expected a path, got {value!r}",
+                         f"set {key}=PATH or leave it unset")
+    return value
 
 
 def _run_name(data: dict[str, Any]) -> tuple[str, str | None]:

@@ -25,8 +25,8 @@ from fire_exp.records import read_records
 from fire_exp.runner.build import Panel, build_panel, prepare_panel
 from fire_exp.runner.panel import RunResult, run_panel
 from fire_exp.runner.prereg import verify_manifest, write_manifest
+from fire_exp.runner.projection import pilot_records, projected_cost
 from fire_exp.runner.replacement import owed_attempts
-from fire_exp.runner.stopping import projected_cost
 
 
 def preregister(panel: Panel, run_dir: Path) -> str:
@@ -73,13 +73,13 @@ def _summary(result: RunResult) -> str:
     return "\n".join(lines)
 
 
-def _projection(panel: Panel, run_dir: Path) -> str | None:
-    """The projected cost of what a resumed run still owes, from its finished attempts."""
+def _projection(panel: Panel, run_dir: Path, pilot: str | None) -> str | None:
+    """The projected cost of what the run owes (``fire_exp.runner.projection``)."""
     path = run_dir / "attempts.jsonl"
-    if not path.is_file():
-        return None
-    finished = read_records(path).finished
-    return projected_cost(finished, len(owed_attempts(panel.schedule, finished)))
+    finished = read_records(path).finished if path.is_file() else []
+    return projected_cost(finished, len(owed_attempts(panel.schedule, finished)),
+                          pilot=pilot_records(pilot) if pilot else (),
+                          agent_params=panel.agent.params)
 
 
 def _terminate(signum: int, frame: FrameType | None) -> None:
@@ -97,7 +97,7 @@ def _run(config: RunConfig, argv: list[str]) -> int:
     print(f"panel {panel.name}: {len(panel.schedule)} attempts "
           f"({len(panel.tasks)} tasks x {len(panel.arms)} arms x {config.panel.attempts}); "
           f"preregistration {status}; run folder {run_dir}", file=sys.stderr)
-    projection = _projection(panel, run_dir)
+    projection = _projection(panel, run_dir, config.cost_pilot)
     if projection is not None:
         print(projection, file=sys.stderr)
     saved = signal.signal(signal.SIGTERM, _terminate)

@@ -31,7 +31,7 @@ from fire_exp.analysis.sequential import (
 from fire_exp.records import AttemptRecord
 from fire_exp.runner.build import Panel
 
-__all__ = ["Stop", "StopMonitor", "projected_cost"]
+__all__ = ["Stop", "StopMonitor"]
 
 
 @dataclass(frozen=True)
@@ -168,14 +168,3 @@ class StopMonitor:
         keep = len(queue) if allowed is None else max(0, allowed[0])
         while len(queue) > keep:
             queue.pop()
-
-
-def projected_cost(records: Sequence[AttemptRecord], owed: int) -> str | None:
-    """A line projecting the cost of ``owed`` attempts from the run's finished ones
-    (None when none reports a cost)."""
-    costs = [_cost(r) for r in records if _cost(r) > 0]
-    if not costs or owed <= 0:
-        return None
-    per = sum(costs) / len(costs)
-    return (f"projected cost: ~${per * owed:.2f} for {owed} owed attempts at ${per:.4f} per "
-            f"attempt (mean of {len(costs)} finished attempts of this run)")

@@ -19,7 +19,7 @@ from fire_exp.config import panel_from_dict
 from fire_exp.errors import InputError
 from fire_exp.records import AttemptRecord, Lineage, Usage
 from fire_exp.runner.schedule import ScheduledAttempt, build_task_block_schedule
-from fire_exp.runner.stopping import StopMonitor, projected_cost
+from fire_exp.runner.stopping import StopMonitor
 from tests.runner.runner_helpers import ROOT, cli
 
 PLAN = load_plan(ROOT / "analysis" / "sequential.yaml")
@@ -153,12 +153,6 @@ def test_the_dollar_budget_stops_before_an_attempt_that_could_cross_it(tmp_path)
     assert spent <= 1.0  # three attempts; a fourth at the dearest cost (0.30) would cross
     assert len(monitor.records) == 3 and monitor.stop is not None
     assert monitor.stop.reason == "budget_usd"
-
-
-def test_projected_cost_needs_a_finished_attempt_with_a_cost() -> None:
-    cell = build_task_block_schedule(TASKS, ["real"], 1, 0)[0]
-    assert projected_cost([], 10) is None
-    assert "~$5.00 for 10 owed attempts" in str(projected_cost([_record(cell, True, 0.5)], 10))
 
 
 def test_cli_budget_stop_then_resume_under_a_larger_budget_continues(tmp_path: Path) -> None:
