@@ -80,5 +80,5 @@ def main(argv: list[str]) -> int:
         written = write_sequential(result.out, grid, result.grid)
         print(f"wrote {', '.join(p.name for p in written)} to {result.out}", file=sys.stderr)
         print(sequential_sentence(grid, result.panel_tasks, config.panel.attempts,
-                                  settings.target_effect))
+                                  settings.target_effect, settings.target_power))
     return 0

@@ -143,8 +143,9 @@ def write_sequential(out: Path, grid: pd.DataFrame, fixed: pd.DataFrame) -> list
 
 
 def sequential_sentence(grid: pd.DataFrame, n_tasks: int, attempts: int,
-                        effect_pp: float) -> str:
-    """One line: the sequential design's power and expected tasks at the panel's design."""
+                        effect_pp: float, target: float = 0.8) -> str:
+    """One line: the sequential design's power and expected tasks at the panel's design,
+    and the smallest cap of the grid that reaches ``target`` power at ``effect_pp``."""
     rows = grid[(grid["n_tasks"] == n_tasks) & (grid["attempts"] == attempts)]
     if rows.empty:
         return "sequential design: the panel's design is not in the grid"
@@ -154,6 +155,11 @@ def sequential_sentence(grid: pd.DataFrame, n_tasks: int, attempts: int,
     cost = (f", expected cost ${float(at['expected_cost_usd']):,.0f} (fixed "
             f"${float(at['fixed_cost_usd']):,.0f})" if at["expected_cost_usd"] is not None
             and at["expected_cost_usd"] == at["expected_cost_usd"] else "")
+    same = grid[(grid["attempts"] == attempts) & (grid["effect_pp"] == at["effect_pp"])
+                & (grid["power"] >= target)].sort_values("n_tasks")
+    cap = (f"; {target:.0%} power needs a cap of {int(same['n_tasks'].iloc[0])} tasks "
+           f"(expected {float(same['expected_tasks'].iloc[0]):.1f})" if len(same) else
+           f"; no cap in the grid reaches {target:.0%} power")
     return (f"sequential design (at most {n_tasks} tasks x {attempts}): power "
             f"{float(at['power']):.2f} at +{float(at['effect_pp']):g} points, expected "
-            f"{float(at['expected_tasks']):.1f} tasks to a decision{cost}{type1}")
+            f"{float(at['expected_tasks']):.1f} tasks to a decision{cost}{type1}{cap}")
