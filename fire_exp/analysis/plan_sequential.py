@@ -10,11 +10,15 @@ preregistered. Without the section a panel runs to its end exactly as before.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+from pathlib import Path
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-__all__ = ["Futility", "SequentialPlan"]
+from fire_exp.errors import InputError
+
+__all__ = ["Futility", "SequentialPlan", "check_sequential_for_panel"]
 
 
 class _Model(BaseModel):
@@ -40,3 +44,21 @@ class SequentialPlan(_Model):
     max_bet: float = Field(default=0.9, gt=0, lt=1)
     grid_size: int = Field(default=20, ge=1, le=1000)
     futility: Futility | None = None
+
+
+def check_sequential_for_panel(sequential: SequentialPlan | None, primary: str,
+                               path: Path | str, panel_arms: Iterable[str]) -> None:
+    """Refuse a sequential plan whose primary contrast names an arm the panel lacks: its
+    e-process would never see a task, so the panel could never stop.
+
+    Raises:
+        InputError: naming the plan file and ``primary.contrast``.
+    """
+    if sequential is None:
+        return
+    arms = set(panel_arms)
+    missing = [arm for arm in primary.split(" - ") if arm.strip() not in arms]
+    if missing:
+        raise InputError(path, "primary.contrast", f"the sequential test needs arm(s) "
+                         f"{missing}, which the panel does not run",
+                         "add them to the panel's arms or drop the plan's sequential: section")

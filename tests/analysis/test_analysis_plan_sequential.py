@@ -46,3 +46,16 @@ def test_a_bad_value_is_refused_naming_file_field_and_example(tmp_path, section,
         load_plan(bad)
     assert (exc.value.path, exc.value.field) == (str(bad), field)
     assert "analysis/sequential.yaml" in exc.value.fix
+
+
+def test_a_sequential_plan_needs_the_primary_arms_in_the_panel() -> None:
+    from fire_exp.analysis.plan_sequential import check_sequential_for_panel
+
+    plan = load_plan(REPO / "analysis" / "sequential.yaml")
+    check_sequential_for_panel(plan.sequential, plan.primary.contrast, "p.yaml",
+                               ["real", "sham"])
+    check_sequential_for_panel(None, plan.primary.contrast, "p.yaml", ["real"])
+    with pytest.raises(InputError) as exc:
+        check_sequential_for_panel(plan.sequential, plan.primary.contrast, "p.yaml",
+                                   ["real", "baseline"])
+    assert exc.value.field == "primary.contrast" and "sham" in exc.value.problem
