@@ -58,7 +58,7 @@ def resume_command(argv: list[str], run: str) -> str:
     return shlex.join(["fire-exp", "run", *kept, f"resume={run}"])
 
 
-def _summary(result: RunResult) -> str:
+def _summary(result: RunResult, analyze: bool) -> str:
     replaced = ", ".join(f"{arm} {n}" for arm, n in sorted(result.replacements.items()))
     lines = [f"ran {result.ran} attempts in {result.seconds:.1f}s ({result.skipped} of "
              f"{result.scheduled} scheduled attempts already finished); "
@@ -68,7 +68,7 @@ def _summary(result: RunResult) -> str:
         lines.append(f"killed {result.reaped} leftover processes of the interrupted run")
     if result.stop is not None:
         lines.append(result.stop.line)
-    elif result.sequential:
+    elif result.sequential and not analyze:  # else the report's summary says it
         lines.append(f"sequential test: {result.sequential}")
     return "\n".join(lines)
 
@@ -110,7 +110,7 @@ def _run(config: RunConfig, argv: list[str]) -> int:
         return 130
     finally:
         signal.signal(signal.SIGTERM, saved)
-    print(_summary(result))
+    print(_summary(result, config.analyze))
     if config.analyze:
         from fire_exp.report.summary import summarize_run
 

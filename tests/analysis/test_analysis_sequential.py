@@ -79,3 +79,12 @@ def test_a_run_stopped_by_its_budget_says_so_in_its_status(tmp_path):
     result = analyze(run, REPO / "analysis" / "demo.yaml")
     assert result.status.partial
     assert result.status.message.startswith("stopped by its budget (panel.budget_usd=5); ")
+
+
+def test_the_report_leads_with_the_sequential_result(tmp_path):
+    from fire_exp.report.build import build_report
+
+    report = build_report(_run(tmp_path, n_tasks=10, stopped=True), SEQUENTIAL)
+    text = (report.out / "report.md").read_text()
+    assert text.index("# Sequential test") < text.index("# Contrasts")
+    assert "sequential test: stopped for efficacy after 8" in report.summary()
