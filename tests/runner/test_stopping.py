@@ -223,3 +223,12 @@ def test_run_panel_stops_for_efficacy_and_a_resume_runs_nothing_more(tmp_path) -
     assert first.ran < len(panel.schedule) and first.ran % 4 == 0  # whole task blocks
     again = run_panel(panel, run_dir, progress=progress, executor=_ScoringExecutor())
     assert again.ran == 0 and again.stop == first.stop
+    # The analysis redoes the runner's decision from attempts.jsonl, the plan and prereg.json.
+    from fire_exp.analysis import analyze
+    from fire_exp.runner.prereg import write_manifest
+
+    write_manifest(panel, run_dir / "prereg.json")
+    seq = analyze(run_dir).sequential
+    assert seq is not None
+    assert (seq["decision"], seq["stopped_at"], seq["stopping_task"], seq["e_value"]) == \
+        ("efficacy", stop["stopped_at"], stop["stopping_task"], stop["e_value"])
