@@ -15,7 +15,7 @@ failures failing); tasks outside the primary cohort count but leave the e-value 
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -26,8 +26,9 @@ from fire_exp.errors import InputError
 from fire_exp.records import AttemptRecord, ReadResult
 from fire_exp.stats.sequential import SequentialResult, sequential_test
 
-__all__ = ["STOP_FILE", "FrozenOrder", "SequentialState", "read_stop", "sequential_markdown",
-           "sequential_state", "sequential_summary", "write_stop"]
+__all__ = ["STOP_FILE", "FrozenOrder", "SequentialState", "completed_tasks", "read_stop",
+           "sequential_markdown", "sequential_state", "sequential_summary", "standing_cells",
+           "task_differences", "write_stop"]
 
 STOP_FILE = "stopped.json"  # in the run folder: why the run stopped before its end
 
@@ -87,9 +88,17 @@ class SequentialState:
                 f"{r.threshold:g} = 1/alpha, {r.method}); sequential p {r.sequential_p:.3g}")
 
 
-def _completed(records: Sequence[AttemptRecord], order: FrozenOrder) -> list[str]:
-    standing = {(r.task, r.arm, r.replicate) for r in records
-                if r.lineage.replaced_by is None}
+Cell = tuple[str, str, int]  # (task, arm, replicate)
+
+
+def standing_cells(records: Iterable[AttemptRecord]) -> set[Cell]:
+    """The cells with a standing record: one no replacement is owed for."""
+    return {(r.task, r.arm, r.replicate) for r in records if r.lineage.replaced_by is None}
+
+
+def completed_tasks(standing: Collection[Cell], order: FrozenOrder) -> list[str]:
+    """The tasks that count: the longest prefix of the frozen order whose every cell is in
+    ``standing``."""
     done = []
     for task in order.tasks:
         if not all((task, arm, rep) in standing for arm, rep in order.cells[task]):
@@ -98,9 +107,37 @@ def _completed(records: Sequence[AttemptRecord], order: FrozenOrder) -> list[str
     return done
 
 
+def task_differences(records: Iterable[AttemptRecord], plan: AnalysisPlan,
+                     tasks: Iterable[str]) -> dict[str, float | None]:
+    """Each task's paired difference A − B of the primary contrast (None: the task is
+    outside the primary cohort, or an arm has no scored attempt), scored as ``analyze``
+    scores attempts."""
+    wanted = set(tasks)
+    a, b = parse_contrast(plan.primary.contrast)
+    read = ReadResult(finished=[r for r in records if r.task in wanted], started=[],
+                      torn_tail=False)
+    frame = loaded_from_records(read, "<records>").attempts
+    if plan.primary.cohort != "all":
+        frame = frame[frame["cohort"] == plan.primary.cohort]
+    rates = frame.groupby(["task", "arm"])["passed"].mean()
+    return {task: float(rates[(task, a)]) - float(rates[(task, b)])
+            if (task, a) in rates.index and (task, b) in rates.index else None
+            for task in wanted}
+
+
 def sequential_state(records: Sequence[AttemptRecord], plan: AnalysisPlan,
-                     order: FrozenOrder) -> SequentialState:
+                     order: FrozenOrder, *, standing: Collection[Cell] | None = None,
+                     differences: dict[str, float | None] | None = None,
+                     ) -> SequentialState:
     """The sequential test of ``plan``'s primary contrast over the tasks that count.
+
+    Args:
+        records: every finished record of the run.
+        plan: the analysis plan (with a ``sequential:`` section).
+        order: the frozen task order and cells.
+        standing: ``standing_cells(records)``, if the caller keeps it.
+        differences: a cache of :func:`task_differences` the caller keeps across calls (a
+            task that counts has all its records, so its difference never changes).
 
     Raises:
         ValueError: the plan has no ``sequential:`` section.
@@ -108,28 +145,21 @@ def sequential_state(records: Sequence[AttemptRecord], plan: AnalysisPlan,
     rule = plan.sequential
     if rule is None:
         raise ValueError("the analysis plan has no sequential: section")
-    completed = _completed(records, order)
-    a, b = parse_contrast(plan.primary.contrast)
-    cohort = plan.primary.cohort
-    done = set(completed)
-    read = ReadResult(finished=[r for r in records if r.task in done], started=[],
-                      torn_tail=False)
-    frame = loaded_from_records(read, "<records>").attempts
-    if cohort != "all":
-        frame = frame[frame["cohort"] == cohort]
-    rates = frame.groupby(["task", "arm"])["passed"].mean()
-    tasks, diffs = [], []
-    for task in completed:
-        if (task, a) in rates.index and (task, b) in rates.index:
-            tasks.append(task)
-            diffs.append(float(rates[(task, a)]) - float(rates[(task, b)]))
+    completed = completed_tasks(standing_cells(records) if standing is None else standing,
+                                order)
+    differences = {} if differences is None else differences
+    new = [task for task in completed if task not in differences]
+    if new:
+        differences.update(task_differences(records, plan, new))
+    pairs = [(task, d) for task in completed if (d := differences[task]) is not None]
+    tasks, diffs = [t for t, _ in pairs], [d for _, d in pairs]
     futility = rule.futility
     result = sequential_test(diffs, alpha=rule.alpha, method=rule.method,
                              max_bet=rule.max_bet, grid_size=rule.grid_size,
                              futility_below=futility.e_below if futility else None,
                              futility_min_tasks=futility.min_tasks if futility else 1)
     return SequentialState(tuple(completed), tuple(tasks), tuple(diffs), result,
-                           plan.primary.contrast, cohort)
+                           plan.primary.contrast, plan.primary.cohort)
 
 
 def write_stop(run_dir: Path, reason: str, line: str, **details: object) -> Path:

@@ -26,6 +26,7 @@ from fire_exp.analysis.sequential import (
     FrozenOrder,
     SequentialState,
     sequential_state,
+    standing_cells,
     write_stop,
 )
 from fire_exp.records import AttemptRecord
@@ -64,6 +65,10 @@ class StopMonitor:
         self.order = (FrozenOrder.from_schedule(panel.schedule)
                       if self.plan.sequential is not None else None)
         self.records = list(records)
+        self._standing = standing_cells(self.records)
+        self._differences: dict[str, float | None] = {}
+        self._spent_usd = sum(_cost(r) for r in self.records)
+        self._dearest = max((_cost(r) for r in self.records), default=0.0)
         self.run_dir = run_dir
         self.in_flight = 0
         self.stop: Stop | None = None
@@ -88,6 +93,10 @@ class StopMonitor:
         """An attempt's record was written."""
         self.in_flight = max(0, self.in_flight - 1)
         self.records.append(record)
+        self._spent_usd += _cost(record)
+        self._dearest = max(self._dearest, _cost(record))
+        if record.lineage.replaced_by is None:
+            self._standing.add((record.task, record.arm, record.replicate))
 
     def check(self, queue: deque[Any]) -> Stop | None:
         """Decide now: empty or shorten ``queue`` when the run must stop; the first stop
@@ -111,17 +120,13 @@ class StopMonitor:
     def _rule(self) -> Stop | None:
         if self.order is None:
             return None
-        standing = {(r.task, r.arm, r.replicate) for r in self.records
-                    if r.lineage.replaced_by is None}
-        completed = 0
-        for task in self.order.tasks:
-            if not all((task, arm, rep) in standing for arm, rep in self.order.cells[task]):
-                break
-            completed += 1
+        completed = self._completed_count()
         if completed == self._completed:
             return None  # no task completed since the last look
         self._completed = completed
-        self.state = state = sequential_state(self.records, self.plan, self.order)
+        self.state = state = sequential_state(self.records, self.plan, self.order,
+                                              standing=self._standing,
+                                              differences=self._differences)
         if state.result.decision == "continue":
             return None
         r = state.result
@@ -132,9 +137,19 @@ class StopMonitor:
             "method": r.method, "contrast": state.contrast, "cohort": state.cohort,
             **self._spent()})
 
+    def _completed_count(self) -> int:
+        """Tasks that count (the frozen order's complete prefix), advanced incrementally."""
+        assert self.order is not None
+        done = max(self._completed, 0)
+        tasks, cells = self.order.tasks, self.order.cells
+        while done < len(tasks) and all((tasks[done], arm, rep) in self._standing
+                                        for arm, rep in cells[tasks[done]]):
+            done += 1
+        return done
+
     def _spent(self) -> dict[str, Any]:
         return {"attempts_recorded": len(self.records),
-                "cost_usd": round(sum(_cost(r) for r in self.records), 6)}
+                "cost_usd": round(self._spent_usd, 6)}
 
     def _allowed(self) -> tuple[int, str] | None:
         """How many more attempts may start, and which budget says so (None: no cap)."""
@@ -142,10 +157,9 @@ class StopMonitor:
         busy = len(self.records) + self.in_flight
         if self.budget_attempts is not None:
             caps.append((self.budget_attempts - busy, "budget_attempts"))
-        dearest = max((_cost(r) for r in self.records), default=0.0)
+        dearest = self._dearest
         if self.budget_usd is not None and dearest > 0:
-            left = self.budget_usd - sum(_cost(r) for r in self.records) \
-                - self.in_flight * dearest
+            left = self.budget_usd - self._spent_usd - self.in_flight * dearest
             caps.append((math.floor(left / dearest + 1e-9), "budget_usd"))
         return min(caps) if caps else None
 
