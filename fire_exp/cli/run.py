@@ -93,11 +93,11 @@ def _run(config: RunConfig, argv: list[str]) -> int:
         raise InputError(run_dir, "resume", f"no run {config.resume!r} of panel {panel.name!r}",
                          "check resume=, panel= and results_dir=")
     prepare_panel(panel)  # refuses before anything is recorded
+    projection = _projection(panel, run_dir, config.cost_pilot)  # a bad pilot refuses here
     status = preregister(panel, run_dir)
     print(f"panel {panel.name}: {len(panel.schedule)} attempts "
           f"({len(panel.tasks)} tasks x {len(panel.arms)} arms x {config.panel.attempts}); "
           f"preregistration {status}; run folder {run_dir}", file=sys.stderr)
-    projection = _projection(panel, run_dir, config.cost_pilot)
     if projection is not None:
         print(projection, file=sys.stderr)
     saved = signal.signal(signal.SIGTERM, _terminate)

@@ -16,7 +16,7 @@ from fire_exp.agents.transcript import price_tokens
 from fire_exp.errors import InputError
 from fire_exp.records import AttemptRecord, read_records
 
-__all__ = ["pilot_records", "projected_cost"]
+__all__ = ["pilot_cost", "pilot_records", "projected_cost"]
 
 
 def _mean(values: Sequence[float]) -> float:
@@ -43,6 +43,23 @@ def _priced(records: Sequence[AttemptRecord], price: Mapping[str, float]) -> flo
                                r.usage.cached_input_tokens) for r in records])
 
 
+def pilot_cost(pilot: Sequence[AttemptRecord], agent_params: Mapping[str, Any] | None,
+               ) -> tuple[float, str] | None:
+    """A pilot's cost per attempt and how it was found: its tokens at the agent's price for
+    its model when there is one, else its recorded cost; None when neither is known."""
+    params = agent_params or {}
+    price = (params.get("prices") or {}).get(str(params.get("model") or ""))
+    tokens = [r for r in pilot if r.usage.input_tokens or r.usage.output_tokens]
+    costs = [r.usage.cost_usd for r in pilot if r.usage.cost_usd > 0]
+    if price and tokens:
+        return _priced(tokens, price), (f"the pilot's tokens per attempt ({len(tokens)} "
+                                        f"attempts) at the agent's prices for "
+                                        f"{params.get('model')}")
+    if costs:
+        return _mean(costs), f"the pilot's cost per attempt ({len(costs)} attempts)"
+    return None
+
+
 def projected_cost(records: Sequence[AttemptRecord], owed: int, *,
                    pilot: Sequence[AttemptRecord] = (),
                    agent_params: Mapping[str, Any] | None = None) -> str | None:
@@ -57,23 +74,10 @@ def projected_cost(records: Sequence[AttemptRecord], owed: int, *,
     if owed <= 0:
         return None
     costs = [r.usage.cost_usd for r in records if r.usage.cost_usd > 0]
-    if costs:
-        per, how = _mean(costs), f"mean of {len(costs)} finished attempts of this run"
-    elif pilot:
-        params = agent_params or {}
-        price = (params.get("prices") or {}).get(str(params.get("model") or ""))
-        tokens = [r for r in pilot if r.usage.input_tokens or r.usage.output_tokens]
-        pilot_costs = [r.usage.cost_usd for r in pilot if r.usage.cost_usd > 0]
-        if price and tokens:
-            per = _priced(tokens, price)
-            how = (f"the pilot's tokens per attempt ({len(tokens)} attempts) at the "
-                   f"agent's prices for {params.get('model')}")
-        elif pilot_costs:
-            per, how = _mean(pilot_costs), f"the pilot's cost per attempt ({len(pilot_costs)} " \
-                "attempts)"
-        else:
-            return None
-    else:
+    known = ((_mean(costs), f"mean of {len(costs)} finished attempts of this run") if costs
+             else pilot_cost(pilot, agent_params))
+    if known is None:
         return None
+    per, how = known
     return (f"projected cost: ~${per * owed:,.2f} for {owed} owed attempts at ${per:.4f} per "
             f"attempt ({how})")

@@ -7,7 +7,8 @@ plan and the frozen schedule): on efficacy or futility it empties the queue, so 
 more starts and the attempts in flight finish and are recorded. With ``panel.budget_usd``
 or ``panel.budget_attempts`` it keeps the queue no longer than what the budget still
 allows, counting the attempts in flight as spent (at the dearest cost of a finished
-attempt of the run), so no attempt starts that could cross it. Either way the reason goes
+attempt of the run, or of a pilot's attempt, ``cost_pilot=``, before the first), so no
+attempt starts that could cross it. Either way the reason goes
 to the run folder's ``stopped.json`` (what ``analyze`` reads), and a resumed run decides
 again from its records: it continues exactly, or stops at once for the same reason.
 """
@@ -31,6 +32,7 @@ from fire_exp.analysis.sequential import (
 )
 from fire_exp.records import AttemptRecord
 from fire_exp.runner.build import Panel
+from fire_exp.runner.projection import pilot_cost, pilot_records
 
 __all__ = ["Stop", "StopMonitor"]
 
@@ -69,6 +71,10 @@ class StopMonitor:
         self._differences: dict[str, float | None] = {}
         self._spent_usd = sum(_cost(r) for r in self.records)
         self._dearest = max((_cost(r) for r in self.records), default=0.0)
+        # Before a cost is seen, a pilot's cost per attempt stands in (cost_pilot=).
+        pilot = (pilot_cost(pilot_records(panel.config.cost_pilot), panel.agent.params)
+                 if self.budget_usd is not None and panel.config.cost_pilot else None)
+        self._dearest = max(self._dearest, pilot[0] if pilot else 0.0)
         self.run_dir = run_dir
         self.in_flight = 0
         self.stop: Stop | None = None

@@ -57,3 +57,11 @@ def test_run_prints_the_projection_before_the_first_attempt(tmp_path: Path) -> N
     before = done.stderr.split("projected cost:")[0]
     assert "projected cost: ~$0.20 for 10 owed attempts" in done.stderr
     assert "[1/" not in before  # printed before any attempt finished
+
+
+def test_a_missing_cost_pilot_refuses_the_run_before_anything_is_written(tmp_path: Path,
+                                                                         ) -> None:
+    done = cli("run=p", f"cost_pilot={tmp_path / 'nope'}", results=tmp_path)
+    assert done.returncode == 2
+    assert "cost_pilot: no such attempts file" in done.stderr
+    assert not (tmp_path / "rt" / "p").exists()

@@ -17,7 +17,7 @@ from fire_exp.analysis import load_plan
 from fire_exp.analysis.sequential import STOP_FILE, FrozenOrder, read_stop, sequential_state
 from fire_exp.config import panel_from_dict
 from fire_exp.errors import InputError
-from fire_exp.records import AttemptRecord, Lineage, Usage
+from fire_exp.records import AttemptRecord, Lineage, Usage, record_to_line
 from fire_exp.runner.schedule import ScheduledAttempt, build_task_block_schedule
 from fire_exp.runner.stopping import StopMonitor
 from tests.runner.runner_helpers import ROOT, cli
@@ -38,8 +38,9 @@ def _record(cell: ScheduledAttempt, passed: bool, cost: float = 0.0,
 def _panel(schedule: list[ScheduledAttempt], plan: Any = PLAN, **budget: Any) -> Any:
     panel_config = SimpleNamespace(budget_usd=budget.get("budget_usd"),
                                    budget_attempts=budget.get("budget_attempts"))
-    return SimpleNamespace(plan=plan, schedule=schedule,
-                           config=SimpleNamespace(panel=panel_config))
+    return SimpleNamespace(plan=plan, schedule=schedule, agent=SimpleNamespace(params={}),
+                           config=SimpleNamespace(panel=panel_config,
+                                                  cost_pilot=budget.get("cost_pilot")))
 
 
 def _feed(monitor: StopMonitor, schedule: list[ScheduledAttempt], queue: deque[Any],
@@ -152,6 +153,22 @@ def test_the_dollar_budget_stops_before_an_attempt_that_could_cross_it(tmp_path)
         monitor.check(queue)
     assert spent <= 1.0  # three attempts; a fourth at the dearest cost (0.30) would cross
     assert len(monitor.records) == 3 and monitor.stop is not None
+    assert monitor.stop.reason == "budget_usd"
+
+
+def test_a_pilot_s_cost_guards_the_dollar_budget_before_the_first_cost(tmp_path) -> None:
+    schedule = build_task_block_schedule(TASKS, ["real", "sham"], attempts=2, seed=3)
+    pilot = tmp_path / "pilot.jsonl"
+    pilot.write_text(record_to_line(_record(schedule[0], True, 0.30)) + "\n")
+    monitor = StopMonitor(_panel(schedule, load_plan(ROOT / "analysis" / "demo.yaml"),
+                                 budget_usd=1.0, cost_pilot=str(pilot)), [], tmp_path)
+    queue: deque[Any] = deque(schedule)
+    for _ in range(2):  # two workers took an attempt each before any cost was known
+        queue.popleft()
+        monitor.started()
+    monitor.check(queue)
+    # $1.00 - 2 in flight x $0.30 leaves room for one more attempt at $0.30
+    assert len(queue) == 1 and monitor.stop is not None
     assert monitor.stop.reason == "budget_usd"
 
 
