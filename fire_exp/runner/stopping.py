@@ -126,7 +126,7 @@ class StopMonitor:
     def _rule(self) -> Stop | None:
         if self.order is None:
             return None
-        completed = self._completed_count()
+        completed = self._completed_count(self.order)
         if completed == self._completed:
             return None  # no task completed since the last look
         self._completed = completed
@@ -143,11 +143,10 @@ class StopMonitor:
             "method": r.method, "contrast": state.contrast, "cohort": state.cohort,
             **self._spent()})
 
-    def _completed_count(self) -> int:
+    def _completed_count(self, order: FrozenOrder) -> int:
         """Tasks that count (the frozen order's complete prefix), advanced incrementally."""
-        assert self.order is not None
         done = max(self._completed, 0)
-        tasks, cells = self.order.tasks, self.order.cells
+        tasks, cells = order.tasks, order.cells
         while done < len(tasks) and all((tasks[done], arm, rep) in self._standing
                                         for arm, rep in cells[tasks[done]]):
             done += 1
