@@ -14,7 +14,7 @@ BASE = "name: x\nseed: 1\nprimary: {contrast: real - sham}\n"
 def test_the_bundled_sequential_plan_loads_with_its_rule() -> None:
     plan = load_plan(REPO / "analysis" / "sequential.yaml")
     assert plan.sequential is not None
-    assert (plan.sequential.method, plan.sequential.alpha) == ("mixture", 0.05)
+    assert (plan.sequential.method, plan.sequential.alpha) == ("agrapa", 0.05)
     assert plan.sequential.futility is not None and plan.sequential.futility.min_tasks == 10
     assert plan.contrasts == load_plan(REPO / "analysis" / "default.yaml").contrasts
 

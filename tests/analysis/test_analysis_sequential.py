@@ -44,7 +44,7 @@ def test_a_stopped_run_reports_its_stopping_time_and_marks_the_fixed_tables(tmp_
     result = analyze(run, SEQUENTIAL)
     seq = result.sequential
     assert seq is not None
-    assert (seq["decision"], seq["stopped_at"], seq["stop_reason"]) == ("efficacy", 8,
+    assert (seq["decision"], seq["stopped_at"], seq["stop_reason"]) == ("efficacy", 7,
                                                                         "efficacy")
     assert seq["e_value"] >= 20 and seq["fixed_size_after_optional_stop"]
     assert [row["difference"] for row in seq["path"]] == [1.0] * seq["tasks_tested"]
@@ -53,7 +53,7 @@ def test_a_stopped_run_reports_its_stopping_time_and_marks_the_fixed_tables(tmp_
     assert "### Sequential test" in summary_markdown(result)
     out = tmp_path / "out"
     write_tables(result, out)
-    assert json.loads((out / "sequential.json").read_text())["stopped_at"] == 8
+    assert json.loads((out / "sequential.json").read_text())["stopped_at"] == 7
     assert "after an optional stop" in (out / "sequential.md").read_text()
 
 
@@ -87,4 +87,4 @@ def test_the_report_leads_with_the_sequential_result(tmp_path):
     report = build_report(_run(tmp_path, n_tasks=10, stopped=True), SEQUENTIAL)
     text = (report.out / "report.md").read_text()
     assert text.index("# Sequential test") < text.index("# Contrasts")
-    assert "sequential test: stopped for efficacy after 8" in report.summary()
+    assert "sequential test: stopped for efficacy after 7" in report.summary()

@@ -72,13 +72,13 @@ def test_efficacy_stops_after_the_block_whose_task_crosses_one_over_alpha(tmp_pa
     queue: deque[Any] = deque(schedule)
     ran = _feed(monitor, schedule, queue, lambda cell: cell.arm == "real")
     assert monitor.stop is not None and monitor.stop.reason == "efficacy"
-    # Differences of 1 reach e >= 20 at the 8th eligible task (stats doctest).
+    # Differences of 1 reach e >= 20 at the 7th eligible task under aGRAPA.
     order = FrozenOrder.from_schedule(schedule).tasks
-    eligible_seen = [t for t in order if t.startswith("t")][:8]
+    eligible_seen = [t for t in order if t.startswith("t")][:7]
     last = order.index(eligible_seen[-1]) + 1
     assert ran == 4 * last  # the crossing task's block, nothing after it
     stop = read_stop(tmp_path)
-    assert stop is not None and stop["reason"] == "efficacy" and stop["stopped_at"] == 8
+    assert stop is not None and stop["reason"] == "efficacy" and stop["stopped_at"] == 7
     assert stop["e_value"] >= 20
 
 
@@ -91,7 +91,7 @@ def test_a_resumed_run_decides_the_same_from_its_records_alone(tmp_path) -> None
     assert again.check(queue) == first.stop
     assert not queue
     state = sequential_state(first.records, PLAN, FrozenOrder.from_schedule(schedule))
-    assert state.result.stopped_at == 8 and state.line().startswith("stopped for efficacy")
+    assert state.result.stopped_at == 7 and state.line().startswith("stopped for efficacy")
 
 
 def test_a_task_counts_only_when_its_block_and_those_before_it_are_complete() -> None:
@@ -117,7 +117,7 @@ def test_futility_stops_only_when_preregistered(tmp_path) -> None:
     assert _feed(monitor, schedule, deque(schedule), passes) == len(schedule)
     assert monitor.stop is None and not (tmp_path / STOP_FILE).exists()
     strict = PLAN.model_copy(update={"sequential": PLAN.sequential.model_copy(
-        update={"futility": PLAN.sequential.futility.model_copy(update={"e_below": 0.5})})})
+        update={"futility": PLAN.sequential.futility.model_copy(update={"e_below": 0.6})})})
     monitor = StopMonitor(_panel(schedule, strict), [], tmp_path)
     assert _feed(monitor, schedule, deque(schedule), passes) < len(schedule)
     assert monitor.stop is not None and monitor.stop.reason == "futility"
@@ -236,7 +236,7 @@ def test_run_panel_stops_for_efficacy_and_a_resume_runs_nothing_more(tmp_path) -
     first = run_panel(panel, run_dir, progress=progress, executor=_ScoringExecutor())
     assert first.stop is not None and first.stop.reason == "efficacy"
     stop = read_stop(run_dir)
-    assert stop is not None and stop["stopped_at"] == 8
+    assert stop is not None and stop["stopped_at"] == 7
     assert first.ran < len(panel.schedule) and first.ran % 4 == 0  # whole task blocks
     again = run_panel(panel, run_dir, progress=progress, executor=_ScoringExecutor())
     assert again.ran == 0 and again.stop == first.stop
