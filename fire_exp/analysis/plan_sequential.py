@@ -36,10 +36,12 @@ class Futility(_Model):
 class SequentialPlan(_Model):
     """The sequential test of the primary contrast: betting scheme, level, futility.
 
-    ``method``, ``max_bet`` and ``grid_size`` are :func:`fire_exp.stats.e_process`'s.
+    ``method``, ``bet_on``, ``max_bet`` and ``grid_size`` are
+    :func:`fire_exp.stats.e_process`'s.
     """
 
     method: Literal["mixture", "agrapa"] = "mixture"
+    bet_on: Literal["difference", "sign"] = "difference"
     alpha: float = Field(default=0.05, gt=0, le=0.5)
     max_bet: float = Field(default=0.9, gt=0, lt=1)
     grid_size: int = Field(default=20, ge=1, le=1000)

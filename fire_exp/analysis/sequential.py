@@ -84,8 +84,9 @@ class SequentialState:
         where = (f" after {r.stopped_at} of the {self.cohort} tasks (task "
                  f"{self.stopping_task})" if r.stopped_at else f" after {len(self.tasks)} "
                  f"{self.cohort} tasks")
+        how = r.method + (", on signs" if r.bet_on == "sign" else "")
         return (f"{head}{where}: {self.contrast} e-value {r.e_value:.3g} (threshold "
-                f"{r.threshold:g} = 1/alpha, {r.method}); sequential p {r.sequential_p:.3g}")
+                f"{r.threshold:g} = 1/alpha, {how}); sequential p {r.sequential_p:.3g}")
 
 
 Cell = tuple[str, str, int]  # (task, arm, replicate)
@@ -156,6 +157,7 @@ def sequential_state(records: Sequence[AttemptRecord], plan: AnalysisPlan,
     futility = rule.futility
     result = sequential_test(diffs, alpha=rule.alpha, method=rule.method,
                              max_bet=rule.max_bet, grid_size=rule.grid_size,
+                             bet_on=rule.bet_on,
                              futility_below=futility.e_below if futility else None,
                              futility_min_tasks=futility.min_tasks if futility else 1)
     return SequentialState(tuple(completed), tuple(tasks), tuple(diffs), result,
@@ -222,7 +224,8 @@ def sequential_summary(records: Sequence[AttemptRecord] | None, plan: AnalysisPl
     stopped_early = stop is not None or r.decision != "continue"
     return {
         "contrast": state.contrast, "cohort": state.cohort, "method": r.method,
-        "alpha": r.alpha, "threshold": r.threshold, "max_bet": rule.max_bet,
+        "alpha": r.alpha, "threshold": r.threshold, "bet_on": rule.bet_on,
+        "max_bet": rule.max_bet,
         "grid_size": rule.grid_size,
         "futility_e_below": rule.futility.e_below if rule.futility else None,
         "futility_min_tasks": rule.futility.min_tasks if rule.futility else None,
@@ -245,7 +248,8 @@ def sequential_markdown(summary: Mapping[str, Any]) -> str:
     """The sequential result as a short Markdown section."""
     if summary.get("decision") is None:
         return f"### Sequential test\n\n{summary.get('note', '')}\n"
-    rows = [("rule", f"{summary['method']} e-process on {summary['contrast']} "
+    on = " signs" if summary.get("bet_on") == "sign" else ""
+    rows = [("rule", f"{summary['method']} e-process on{on} {summary['contrast']} "
              f"({summary['cohort']}), stop at e >= {summary['threshold']:g} = 1/alpha"
              + (f"; futility at e <= {summary['futility_e_below']:g} after "
                 f"{summary['futility_min_tasks']} tasks" if summary["futility_e_below"]

@@ -87,7 +87,7 @@ def sequential_design(spec: PowerSpec, rule: SequentialPlan, n_tasks: int, attem
         q = model.treated(p, model.parameter(effect))
         diffs = ((u < q[:, :, None]).sum(axis=2) - control) / attempts
         paths = e_process(diffs, method=rule.method, max_bet=rule.max_bet,
-                          grid_size=rule.grid_size)
+                          grid_size=rule.grid_size, bet_on=rule.bet_on)
         rejected, futility, run = _stopping(paths, rule)
         power = float(rejected.mean())
         expected = float(run.mean())
@@ -104,7 +104,8 @@ def sequential_design(spec: PowerSpec, rule: SequentialPlan, n_tasks: int, attem
             if price_usd is not None else None,
             "fixed_attempts": n_tasks * per_task,
             "fixed_cost_usd": n_tasks * per_task * price_usd if price_usd is not None else None,
-            "n_sims": spec.n_sims, "alpha": rule.alpha, "method": rule.method})
+            "n_sims": spec.n_sims, "alpha": rule.alpha,
+            "method": rule.method + (" (signs)" if rule.bet_on == "sign" else "")})
     return rows
 
 

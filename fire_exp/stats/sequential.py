@@ -19,6 +19,11 @@ stops (Ramdas et al. 2023; Shafer 2021). Two betting schemes:
   λ_t = clip(±μ̂_{t−1} / v̂_{t−1}, 0, λ_max) with μ̂ the running mean and v̂ the running
   mean square of the differences (Waudby-Smith & Ramdas 2024, aGRAPA).
 
+``bet_on="sign"`` bets on sign(d_t) instead of d_t: under the sign-flip null the sign of a
+non-zero difference is a fair coin given the past, so the process stays a test martingale
+(the sequential analogue of the sign test). When tasks that move mostly move one way by
+varying amounts — few attempts per task, lattice differences — it reaches 1/α sooner.
+
 Zero differences leave the e-value unchanged, as they leave the sign-flip p unchanged.
 A futility rule (stop when the e-value has fallen to ``futility_below`` after at least
 ``futility_min_tasks`` tasks) can only remove rejections, so it never raises the type-I
@@ -39,9 +44,10 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import ArrayLike
 
-__all__ = ["BETTING_METHODS", "SequentialResult", "e_process", "sequential_test"]
+__all__ = ["BETS_ON", "BETTING_METHODS", "SequentialResult", "e_process", "sequential_test"]
 
 BETTING_METHODS = ("mixture", "agrapa")
+BETS_ON = ("difference", "sign")
 _PRIOR_SQUARE = 0.25  # aGRAPA's prior mean square, one pseudo-task's worth
 
 
@@ -59,6 +65,7 @@ class SequentialResult:
         threshold: 1/α.
         alpha: the level.
         method: the betting scheme.
+        bet_on: ``difference`` or ``sign``.
         n_tasks: tasks seen.
         e_values: the e-process after each task (length ``n_tasks``).
         mean_difference: mean of the differences up to the decision (or all of them).
@@ -75,10 +82,11 @@ class SequentialResult:
     n_tasks: int
     e_values: np.ndarray
     mean_difference: float
+    bet_on: str = "difference"
 
 
 def _sequential_iv(diffs: ArrayLike, method: str, max_bet: float, grid_size: int,
-                   ) -> np.ndarray:
+                   bet_on: str = "difference") -> np.ndarray:
     d = np.asarray(diffs, dtype=float)
     if d.ndim < 1:
         raise ValueError("diffs must be an array of per-task differences (last axis: tasks)")
@@ -90,7 +98,9 @@ def _sequential_iv(diffs: ArrayLike, method: str, max_bet: float, grid_size: int
         raise ValueError(f"max_bet must lie in (0, 1), got {max_bet!r}")
     if int(grid_size) != grid_size or grid_size < 1:
         raise ValueError(f"grid_size must be a positive integer, got {grid_size!r}")
-    return d
+    if bet_on not in BETS_ON:
+        raise ValueError(f"bet_on must be one of {BETS_ON}, got {bet_on!r}")
+    return np.sign(d) if bet_on == "sign" else d
 
 
 def _mixture(d: np.ndarray, max_bet: float, grid_size: int) -> np.ndarray:
@@ -117,7 +127,7 @@ def _agrapa(d: np.ndarray, max_bet: float) -> np.ndarray:
 
 
 def e_process(diffs: ArrayLike, *, method: str = "mixture", max_bet: float = 0.9,
-              grid_size: int = 20) -> np.ndarray:
+              grid_size: int = 20, bet_on: str = "difference") -> np.ndarray:
     """The e-value after each task of a paired difference sequence in [−1, 1].
 
     Deterministic: it depends only on the differences and their order. A leading axis
@@ -129,21 +139,24 @@ def e_process(diffs: ArrayLike, *, method: str = "mixture", max_bet: float = 0.9
         method: ``"mixture"`` or ``"agrapa"`` (see the module docstring).
         max_bet: the largest fraction of wealth bet on one task, in (0, 1).
         grid_size: G, the constant bets per side of the mixture.
+        bet_on: ``"difference"`` (bet on d_t) or ``"sign"`` (bet on sign(d_t)).
 
     Returns:
         An array of the shape of ``diffs``: K_1 … K_n.
 
     >>> e_process([1.0, 0.5, 0.0, 1.0], method="agrapa").round(3)
     array([1.  , 1.2 , 1.2 , 1.83])
+    >>> e_process([1.0, 0.5, 0.0, 1.0], method="agrapa", bet_on="sign").round(3)
+    array([1. , 1.4, 1.4, 2.2])
     """
-    d = _sequential_iv(diffs, method, max_bet, grid_size)
+    d = _sequential_iv(diffs, method, max_bet, grid_size, bet_on)
     if d.shape[-1] == 0:
         return d.copy()
     return _mixture(d, max_bet, grid_size) if method == "mixture" else _agrapa(d, max_bet)
 
 
 def sequential_test(diffs: ArrayLike, *, alpha: float = 0.05, method: str = "mixture",
-                    max_bet: float = 0.9, grid_size: int = 20,
+                    max_bet: float = 0.9, grid_size: int = 20, bet_on: str = "difference",
                     futility_below: float | None = None, futility_min_tasks: int = 1,
                     ) -> SequentialResult:
     """Anytime-valid two-sided test of a zero mean paired task-level difference.
@@ -157,7 +170,7 @@ def sequential_test(diffs: ArrayLike, *, alpha: float = 0.05, method: str = "mix
     Args:
         diffs: per-task differences A − B, in [−1, 1], in task order.
         alpha: the level; the efficacy threshold is 1/α.
-        method, max_bet, grid_size: the betting scheme (:func:`e_process`).
+        method, max_bet, grid_size, bet_on: the betting scheme (:func:`e_process`).
         futility_below: stop for futility when the e-value is at most this (after
             ``futility_min_tasks`` tasks); None: no futility rule.
         futility_min_tasks: the fewest tasks before futility may stop.
@@ -178,10 +191,11 @@ def sequential_test(diffs: ArrayLike, *, alpha: float = 0.05, method: str = "mix
         raise ValueError(f"alpha must lie in (0, 1), got {alpha!r}")
     if futility_below is not None and not 0.0 <= futility_below < 1.0:
         raise ValueError(f"futility_below must lie in [0, 1), got {futility_below!r}")
-    d = _sequential_iv(diffs, method, max_bet, grid_size)
+    d = np.asarray(diffs, dtype=float)
+    _sequential_iv(d, method, max_bet, grid_size, bet_on)
     if d.ndim != 1:
         raise ValueError("diffs must be 1-d here (e_process takes several panels at once)")
-    path = e_process(d, method=method, max_bet=max_bet, grid_size=grid_size)
+    path = e_process(d, method=method, max_bet=max_bet, grid_size=grid_size, bet_on=bet_on)
     threshold = 1.0 / alpha
     decision, stop = "continue", None
     tasks = np.arange(1, d.size + 1)
@@ -202,4 +216,4 @@ def sequential_test(diffs: ArrayLike, *, alpha: float = 0.05, method: str = "mix
         decision=decision, stopped_at=stop, e_value=float(seen[-1]) if seen.size else 1.0,
         max_e_value=max_e, sequential_p=min(1.0, 1.0 / max_e) if max_e > 0 else 1.0,
         threshold=threshold, alpha=alpha, method=method, n_tasks=int(d.size), e_values=path,
-        mean_difference=float(d[:upto].mean()) if upto else 0.0)
+        mean_difference=float(d[:upto].mean()) if upto else 0.0, bet_on=bet_on)

@@ -14,7 +14,8 @@ BASE = "name: x\nseed: 1\nprimary: {contrast: real - sham}\n"
 def test_the_bundled_sequential_plan_loads_with_its_rule() -> None:
     plan = load_plan(REPO / "analysis" / "sequential.yaml")
     assert plan.sequential is not None
-    assert (plan.sequential.method, plan.sequential.alpha) == ("agrapa", 0.05)
+    assert (plan.sequential.method, plan.sequential.bet_on, plan.sequential.alpha) == \
+        ("agrapa", "sign", 0.05)
     assert plan.sequential.futility is not None and plan.sequential.futility.min_tasks == 10
     assert plan.contrasts == load_plan(REPO / "analysis" / "default.yaml").contrasts
 
@@ -33,6 +34,7 @@ def test_a_plan_without_the_section_hashes_as_before(tmp_path) -> None:
     ("sequential: {alpha: 0}", "sequential.alpha"),
     ("sequential: {alpha: 0.9}", "sequential.alpha"),
     ("sequential: {method: kelly}", "sequential.method"),
+    ("sequential: {bet_on: rank}", "sequential.bet_on"),
     ("sequential: {max_bet: 1.0}", "sequential.max_bet"),
     ("sequential: {grid_size: 0}", "sequential.grid_size"),
     ("sequential: {futility: {e_below: 2}}", "sequential.futility.e_below"),
