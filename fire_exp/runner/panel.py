@@ -104,7 +104,10 @@ def run_panel(panel: Panel, run_dir: Path, progress: Progress | None = None,
             (executor or panel.executor).run(panel, queue, on_start, on_done)
         finally:
             progress.close()
-        counts = replacements_per_arm(store.read().finished)
+        finished = store.read().finished
+        if monitor is not None:
+            monitor.close(len(owed_attempts(panel.schedule, finished)))
+        counts = replacements_per_arm(finished)
     return RunResult(run_dir=run_dir, attempts_path=store.path, scheduled=len(panel.schedule),
                      ran=ran, skipped=len(panel.schedule) - len(owed),
                      seconds=time.monotonic() - t0, replacements=counts, reaped=len(reaped),

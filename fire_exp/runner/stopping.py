@@ -111,16 +111,37 @@ class StopMonitor:
             stop = self._rule() or self._budget(queue)
             if stop is not None:
                 self.stop = stop
-                write_stop(self.run_dir, stop.reason, stop.line, **stop.details)
+                if stop.reason in ("efficacy", "futility"):  # final: a budget's is at close
+                    write_stop(self.run_dir, stop.reason, stop.line, **stop.details)
         if self.stop is not None and self.stop.reason in ("efficacy", "futility"):
             queue.clear()
         elif self.stop is not None:
             self._trim(queue)
         return self.stop
 
+    def close(self, owed: int) -> Stop | None:
+        """The run ended with ``owed`` attempts not run: a budget's stop is final now, with
+        the final counts (none if the budget let every attempt run after all)."""
+        stop = self.stop
+        if stop is None or stop.reason in ("efficacy", "futility"):
+            return stop
+        if owed == 0:
+            self.stop = None
+            return None
+        cap = (f"panel.budget_usd={self.budget_usd:g}" if stop.reason == "budget_usd" else
+               f"panel.budget_attempts={self.budget_attempts}")
+        spent = self._spent()
+        line = (f"stopped by its budget ({cap}): {owed} owed attempts not run "
+                f"({spent['attempts_recorded']} recorded, ${spent['cost_usd']:.2f} spent); "
+                f"raise {cap.split('=')[0]} and resume to continue")
+        self.stop = Stop(stop.reason, line, {**stop.details, **spent, "not_started": owed})
+        write_stop(self.run_dir, self.stop.reason, line, **self.stop.details)
+        return self.stop
+
     def clear_stale(self) -> None:
-        """A resumed run that goes on: an earlier stop record no longer holds."""
-        if self.stop is None:
+        """A resumed run that goes on: an earlier stop record no longer holds (a budget's
+        is written again at close)."""
+        if self.stop is None or self.stop.reason not in ("efficacy", "futility"):
             (self.run_dir / STOP_FILE).unlink(missing_ok=True)
 
     def _rule(self) -> Stop | None:

@@ -134,6 +134,9 @@ def test_the_attempt_budget_counts_attempts_in_flight(tmp_path) -> None:
     monitor.check(queue)
     assert len(queue) == 3 and monitor.stop is not None
     assert monitor.stop.reason == "budget_attempts"
+    assert not (tmp_path / STOP_FILE).exists()  # a budget's stop is final when the run ends
+    stop = monitor.close(len(schedule) - 5)
+    assert stop is not None and "47 owed attempts not run" in stop.line
     assert json.loads((tmp_path / STOP_FILE).read_text())["not_started"] == len(schedule) - 5
 
 
