@@ -77,6 +77,7 @@ class StopMonitor:
         self._dearest = max(self._dearest, pilot[0] if pilot else 0.0)
         self.run_dir = run_dir
         self.in_flight = 0
+        self._held: deque[Any] = deque()  # owed jobs the budget cannot pay for yet
         self.stop: Stop | None = None
         self._completed = -1
         self.state: SequentialState | None = None
@@ -105,18 +106,21 @@ class StopMonitor:
             self._standing.add((record.task, record.arm, record.replicate))
 
     def check(self, queue: deque[Any]) -> Stop | None:
-        """Decide now: empty or shorten ``queue`` when the run must stop; the first stop
-        decided is kept (and recorded in ``stopped.json``)."""
-        if self.stop is None:
-            stop = self._rule() or self._budget(queue)
+        """Decide now. The rule's decision (efficacy, futility) is final: the queue is
+        emptied and ``stopped.json`` written. A budget holds back the queue's tail that it
+        cannot pay for (and lets it back when cheaper attempts leave room); the run ends
+        stopped by its budget when attempts are still held back at the end (:meth:`close`).
+        """
+        if self.stop is None or self.stop.reason not in ("efficacy", "futility"):
+            stop = self._rule()
             if stop is not None:
                 self.stop = stop
-                if stop.reason in ("efficacy", "futility"):  # final: a budget's is at close
-                    write_stop(self.run_dir, stop.reason, stop.line, **stop.details)
+                write_stop(self.run_dir, stop.reason, stop.line, **stop.details)
         if self.stop is not None and self.stop.reason in ("efficacy", "futility"):
             queue.clear()
-        elif self.stop is not None:
-            self._trim(queue)
+            self._held.clear()
+            return self.stop
+        self.stop = self._balance(queue)
         return self.stop
 
     def close(self, owed: int) -> Stop | None:
@@ -128,8 +132,7 @@ class StopMonitor:
         if owed == 0:
             self.stop = None
             return None
-        cap = (f"panel.budget_usd={self.budget_usd:g}" if stop.reason == "budget_usd" else
-               f"panel.budget_attempts={self.budget_attempts}")
+        cap = self._cap(stop.reason)
         spent = self._spent()
         line = (f"stopped by its budget ({cap}): {owed} owed attempts not run "
                 f"({spent['attempts_recorded']} recorded, ${spent['cost_usd']:.2f} spent); "
@@ -189,22 +192,20 @@ class StopMonitor:
             caps.append((math.floor(left / dearest + 1e-9), "budget_usd"))
         return min(caps) if caps else None
 
-    def _budget(self, queue: deque[Any]) -> Stop | None:
+    def _balance(self, queue: deque[Any]) -> Stop | None:
+        """Keep in ``queue`` only what the budget allows; the rest waits in ``_held``."""
         allowed = self._allowed()
-        if allowed is None or allowed[0] >= len(queue):
-            return None
-        n, which = max(0, allowed[0]), allowed[1]
-        cap = f"panel.budget_usd={self.budget_usd:g}" if which == "budget_usd" else \
-            f"panel.budget_attempts={self.budget_attempts}"
-        spent = self._spent()
-        line = (f"stopped by its budget ({cap}): the last {len(queue) - n} owed attempts were "
-                f"not started; raise {cap.split('=')[0]} and resume to continue")
-        return Stop(which, line, {"budget_usd": self.budget_usd,
-                                  "budget_attempts": self.budget_attempts,
-                                  "not_started": len(queue) - n, **spent})
-
-    def _trim(self, queue: deque[Any]) -> None:
-        allowed = self._allowed()
-        keep = len(queue) if allowed is None else max(0, allowed[0])
+        keep = len(queue) + len(self._held) if allowed is None else max(0, allowed[0])
         while len(queue) > keep:
-            queue.pop()
+            self._held.appendleft(queue.pop())
+        while self._held and len(queue) < keep:
+            queue.append(self._held.popleft())
+        if not self._held or allowed is None:
+            return None
+        which = allowed[1]
+        return Stop(which, f"held back by {self._cap(which)}", {
+            "budget_usd": self.budget_usd, "budget_attempts": self.budget_attempts})
+
+    def _cap(self, which: str) -> str:
+        return (f"panel.budget_usd={self.budget_usd:g}" if which == "budget_usd" else
+                f"panel.budget_attempts={self.budget_attempts}")

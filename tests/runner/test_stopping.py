@@ -159,6 +159,27 @@ def test_the_dollar_budget_stops_before_an_attempt_that_could_cross_it(tmp_path)
     assert monitor.stop.reason == "budget_usd"
 
 
+def test_attempts_held_back_by_the_budget_run_when_cheaper_attempts_leave_room(tmp_path,
+                                                                             ) -> None:
+    schedule = build_task_block_schedule(TASKS * 4, ["real", "sham"], attempts=2, seed=3)
+    monitor = StopMonitor(_panel(schedule, load_plan(ROOT / "analysis" / "demo.yaml"),
+                                 budget_usd=1.0), [], tmp_path)
+    queue: deque[Any] = deque(schedule)
+    spent = 0.0
+    while queue:
+        cell = queue.popleft()
+        monitor.started()
+        cost = 0.30 if not monitor.records else 0.01  # one dear attempt, then cheap ones
+        spent += cost
+        monitor.finished(_record(cell, True, cost))
+        monitor.check(queue)
+    # Attempts ran while one more at the dearest cost ($0.30) still fitted in $1.
+    assert 1.0 - 0.30 < spent <= 1.0
+    assert len(monitor.records) == 42
+    stop = monitor.close(len(schedule) - len(monitor.records))
+    assert stop is not None and stop.reason == "budget_usd"
+
+
 def test_a_pilot_s_cost_guards_the_dollar_budget_before_the_first_cost(tmp_path) -> None:
     schedule = build_task_block_schedule(TASKS, ["real", "sham"], attempts=2, seed=3)
     pilot = tmp_path / "pilot.jsonl"
