@@ -18,13 +18,13 @@ from omegaconf import OmegaConf
 from omegaconf.errors import OmegaConfBaseException
 
 from fire_exp.analysis.plan import load_plan
+from fire_exp.analysis.run import resolve_plan
 from fire_exp.cli._hydra import to_run_config
 from fire_exp.paths import CONFIG_DIR
 from fire_exp.power.output import write_power
 from fire_exp.power.panel import panel_power
 from fire_exp.power.sequential import sequential_grid, sequential_sentence, write_sequential
 from fire_exp.power.settings import PowerSettings, power_settings
-from fire_exp.runner.build import resolve_plan
 
 __all__ = ["main", "power_overrides"]
 
@@ -64,7 +64,7 @@ def main(argv: list[str]) -> int:
     config = to_run_config(cfg)
     settings = power_settings(raw if isinstance(raw, dict) else None)  # type: ignore[arg-type]
     result = panel_power(config, settings)
-    plan = load_plan(resolve_plan(config.panel.analysis))
+    plan = load_plan(resolve_plan(config.panel.analysis, field="panel.analysis"))
     paths = write_power(result.out, result.grid, result.mde, result.meta,
                         target=settings.target_power,
                         title=f"panel {result.meta['panel']}: {result.meta['primary']} on "

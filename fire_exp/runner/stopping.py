@@ -31,7 +31,7 @@ from fire_exp.analysis.sequential import (
     write_stop,
 )
 from fire_exp.records import AttemptRecord
-from fire_exp.runner.build import Panel
+from fire_exp.runner.model import Panel
 from fire_exp.runner.projection import pilot_cost, pilot_records
 
 __all__ = ["Stop", "StopMonitor"]
