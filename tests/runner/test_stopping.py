@@ -219,7 +219,7 @@ def test_a_bad_budget_is_refused_where_it_enters() -> None:
         assert exc.value.field == key and "expected" in exc.value.problem
     ok = panel_from_dict({**base, "budget_usd": 12, "budget_attempts": 40})
     assert (ok.budget_usd, ok.budget_attempts) == (12.0, 40)
-    assert "budget_usd" not in ok.experiment()  # operational: not hashed
+    assert "budget_usd" not in ok.as_dict()  # operational: not hashed
 
 
 class _ScoringExecutor:
