@@ -67,12 +67,14 @@ def play(tier: str, script: Path, says: str | None = None) -> list[list[str]]:
     """The commands of SEEDS attempts of ``tier``, one seed each."""
     runs = []
     folder = Path(tempfile.mkdtemp(prefix="fire-exp-tiers-"))
-    (folder / "logs" / "agent").mkdir(parents=True)
-    for seed in range(SEEDS):
-        session = Session(script, folder, says)
-        SimulatedAgent(tier=tier).run(session, rng=np.random.default_rng(seed))  # type: ignore[arg-type]
-        runs.append(session.commands)
-    shutil.rmtree(folder)
+    try:
+        (folder / "logs" / "agent").mkdir(parents=True)
+        for seed in range(SEEDS):
+            session = Session(script, folder, says)
+            SimulatedAgent(tier=tier).run(session, rng=np.random.default_rng(seed))  # type: ignore[arg-type]
+            runs.append(session.commands)
+    finally:
+        shutil.rmtree(folder)
     return runs
 
 
