@@ -136,6 +136,9 @@ def prepare_panel(panel: Panel, report: Report | None = None) -> None:
     agent = panel.agent.make()
     tasks = list(panel.tasks.values())
     preflight_agent(agent, panel.environment.name)
+    prepare_nodes = getattr(panel.executor, "prepare", None)
+    if prepare_nodes is not None and prepare_nodes(panel, report or stderr):
+        return  # a cluster: every node checked and prepared its own environment
     panel.environment.preflight()
     panel.environment.prepare(tasks, report or stderr)
     if isinstance(agent, BoxedAgent):  # e.g. an agent CLI installed into every task image
