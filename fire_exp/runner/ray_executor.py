@@ -258,7 +258,10 @@ class RayExecutor:
                 placement.release(node.node_id, need)
                 record = _collect(ray, ref, job, panel, node.name)
                 if record is not None and record.cause in INFRASTRUCTURE_CAUSES:
-                    refresh_at = 0.0  # a lost worker or engine: look at the nodes again
+                    # A lost worker or engine: the node checks its engine again before
+                    # it takes more work, and the driver looks at the nodes again.
+                    self._nodes.prepared.pop(node.node_id, None)
+                    refresh_at = 0.0
                 if record is not None:
                     on_done(job, record)
 
@@ -277,6 +280,7 @@ class NodePool:
         self.prepared: dict[str, Node] = {}  # node id -> node
         self.engines: set[str] = set()  # engines whose task images are prepared
         self.pending: dict[Any, Node] = {}  # preparation ref -> node
+        self.left_out: dict[str, str] = {}  # node id -> why its last preparation failed
 
     def _launch(self, ray: Any, panel: Panel, node: Node) -> Any:
         from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
@@ -312,8 +316,11 @@ class NodePool:
                 if refuse:
                     raise PreflightError(f"node {node.name}: {ready.error}",
                                          "fix that node, or stop it (ray stop on it)")
-                report(f"node {node.name}: left out: {ready.error}")
+                if self.left_out.get(node.node_id) != ready.error:  # say it once
+                    report(f"node {node.name}: left out: {ready.error}")
+                self.left_out[node.node_id] = ready.error
                 continue
+            self.left_out.pop(node.node_id, None)
             self.engines.add(ready.engine)
             self.prepared[node.node_id] = node
 

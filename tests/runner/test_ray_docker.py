@@ -10,8 +10,10 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -19,10 +21,10 @@ from pathlib import Path
 import pytest
 
 from fire_exp.environments.images import BASE_IMAGE, LABEL
-from fire_exp.records import read_records
+from fire_exp.records import INFRASTRUCTURE_CAUSES, read_records
 from tests.runner.docker_engine import BRIDGE, SecondEngine, machine_state, missing, start_engine
 from tests.runner.ray_cluster import Cluster, NodeSpec, start_cluster
-from tests.runner.runner_helpers import ROOT, cli, cli_env
+from tests.runner.runner_helpers import ROOT, SMALL, cli, cli_env
 
 pytestmark = [pytest.mark.ray, pytest.mark.docker, pytest.mark.slow]
 RAY_ENV = {"RAY_AUTH_MODE": "disabled"}
@@ -145,3 +147,40 @@ def test_missing_base_image_names_the_node(tmp_path: Path, two_engines: TwoEngin
 
 def _files(folder: Path) -> set[str]:
     return {str(f.relative_to(folder)) for f in folder.rglob("*") if f.is_file()}
+
+
+def test_losing_a_nodes_engine_loses_nothing(tmp_path: Path, two_engines: TwoEngines) -> None:
+    """Last in the module: it stops the second engine for good."""
+    cluster, second = two_engines.cluster, two_engines.second
+    rule = "+panel.replacement={max_replacements:1,causes:[environment_failed,harness_failed]}"
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "fire_exp", "run", *SMALL, f"results_dir={tmp_path}",
+         "run=loss", "executor=ray", f"executor.address={cluster.address}",
+         "executor.per_node=1", *DOCKER, rule, "agent.think_s=0.5"], cwd=ROOT,
+        env=cli_env(RAY_ENV), text=True, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+        start_new_session=True)
+    try:
+        deadline = time.monotonic() + 300
+        while not second.docker("ps", "-q", "--filter", f"label={LABEL}.run=loss").stdout.strip():
+            assert time.monotonic() < deadline and proc.poll() is None, "no attempt on second"
+            time.sleep(0.2)
+        second.proc.send_signal(signal.SIGTERM)  # the node's engine stops mid-attempt
+        second.proc.wait(timeout=60)
+        out, err = proc.communicate(timeout=600)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 0, err
+    records = read_records(tmp_path / "rt" / "loss" / "attempts.jsonl").finished
+    ids = [r.attempt_id for r in records]
+    assert len(ids) == len(set(ids))  # nothing duplicated
+    lost = [r for r in records if r.cause in INFRASTRUCTURE_CAUSES]
+    assert lost, "the stopped engine cost no attempt"
+    by_id = {r.attempt_id: r for r in records}
+    for record in lost:  # each loss replaced, and its replacement ran on the machine's node
+        successor = by_id[str(record.lineage.replaced_by)]
+        assert successor.cause is None
+    scheduled = {i for i in ids if "#" not in i}
+    assert len(scheduled) == 10  # nothing lost: every scheduled attempt has its record
+    assert "node second: left out" in err
+    assert "replacements per arm: none" not in out
