@@ -177,7 +177,7 @@ def _engine_id(environment: str, params: dict[str, Any]) -> str:
 def prepare_node(config: RunConfig, digest: str, done: frozenset[str]) -> NodeReady:
     """On a node: the driver's panel built and checked, the environment's preflight, and
     every task image built or found, unless this node's engine is in ``done``."""
-    from fire_exp.agents.base import BoxedAgent
+    from fire_exp.runner.build import prepare_environments
     from fire_exp.runner.worker_panel import worker_panel
 
     lines: list[str] = []
@@ -187,11 +187,7 @@ def prepare_node(config: RunConfig, digest: str, done: frozenset[str]) -> NodeRe
         engine = _engine_id(panel.environment.name, dict(panel.environment.params))
         if engine in done:
             return NodeReady(engine=engine, lines=("images already prepared on this engine",))
-        tasks = list(panel.tasks.values())
-        panel.environment.prepare(tasks, lines.append)
-        agent = panel.agent.make()
-        if isinstance(agent, BoxedAgent):
-            agent.prepare_boxes(panel.environment.name, tasks, panel.environment.params)
+        prepare_environments(panel, lines.append)
     except PreflightError as exc:
         return NodeReady(engine="", lines=tuple(lines), error=exc.what)
     except Exception as exc:  # noqa: BLE001 - the driver refuses with it, naming the node
