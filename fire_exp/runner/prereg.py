@@ -21,6 +21,7 @@ from typing import Any
 
 from fire_exp import __version__
 from fire_exp.analysis.plan import check_plan_for_panel, load_plan
+from fire_exp.analysis.plan_sequential import check_sequential_for_panel
 from fire_exp.arms.spec import resolve_agent_config
 from fire_exp.config import RunConfig
 from fire_exp.errors import PreregistrationError
@@ -79,6 +80,8 @@ def check_plan(panel: Panel) -> None:
     plan = load_plan(panel.analysis_plan)
     check_plan_for_panel(plan, panel.analysis_plan, panel.config.panel.arms,
                          [*ARMS, *panel.config.panel.declare])
+    check_sequential_for_panel(plan.sequential, plan.primary.contrast, panel.analysis_plan,
+                               panel.arms)
 
 
 def panel_hashes(panel: Panel) -> dict[str, dict[str, str]]:
