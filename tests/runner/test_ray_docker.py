@@ -9,7 +9,6 @@ one-machine run writes. At the end the machine's engine is as the module found i
 from __future__ import annotations
 
 import json
-import os
 import signal
 import subprocess
 import sys
@@ -22,6 +21,7 @@ import pytest
 
 from fire_exp.environments.images import BASE_IMAGE, LABEL
 from fire_exp.records import INFRASTRUCTURE_CAUSES, read_records
+from tests.ci import missing as ci_missing
 from tests.runner.docker_engine import BRIDGE, SecondEngine, machine_state, missing, start_engine
 from tests.runner.ray_cluster import Cluster, NodeSpec, start_cluster
 from tests.runner.runner_helpers import ROOT, SMALL, cli, cli_env
@@ -43,9 +43,7 @@ class TwoEngines:
 def two_engines() -> Iterator[TwoEngines]:
     why = missing()
     if why is not None:
-        if os.environ.get("CI"):
-            pytest.fail(f"CI runs the two-engine tests: {why}")
-        pytest.skip(why)
+        ci_missing(f"the two-engine tests need {why}")
     before = machine_state()
     since = str(int(subprocess.run(["date", "+%s"], capture_output=True, text=True,
                                    check=True).stdout) - 1)
