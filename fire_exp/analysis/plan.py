@@ -18,6 +18,7 @@ from typing import Annotated, Literal
 import yaml
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError, model_validator
 
+from fire_exp.analysis.plan_sequential import SequentialPlan
 from fire_exp.errors import InputError
 
 __all__ = ["PANEL_COHORTS", "AnalysisPlan", "Contrast", "check_plan_for_panel",
@@ -120,6 +121,7 @@ class AnalysisPlan(_Model):
     multiplicity: Multiplicity = Field(default_factory=lambda: Multiplicity())
     missing_data: MissingData = Field(default_factory=lambda: MissingData())
     interaction: Interaction | None = None
+    sequential: SequentialPlan | None = None  # analysis/plan_sequential.py
 
     @model_validator(mode="after")
     def _cohorts_named(self) -> AnalysisPlan:
@@ -155,7 +157,10 @@ class AnalysisPlan(_Model):
 
     def plan_hash(self) -> str:
         """SHA-256 of the plan's canonical JSON (what a preregistration freezes)."""
-        text = json.dumps(self.model_dump(mode="json"), sort_keys=True, separators=(",", ":"))
+        # A plan without a sequential section hashes as it did before the section existed.
+        dumped = self.model_dump(mode="json", exclude={"sequential"} if self.sequential is None
+                                 else None)
+        text = json.dumps(dumped, sort_keys=True, separators=(",", ":"))
         return hashlib.sha256(text.encode()).hexdigest()
 
 
@@ -184,8 +189,9 @@ def load_plan(path: Path | str) -> AnalysisPlan:
     except ValidationError as exc:
         err = exc.errors()[0]
         field = ".".join(str(p) for p in err["loc"]) or "<plan>"
+        example = "sequential" if field.startswith("sequential") else "default"
         raise InputError(path, field, err["msg"].removeprefix("Value error, "),
-                         "see analysis/default.yaml") from exc
+                         f"see analysis/{example}.yaml") from exc
 
 
 def check_plan_for_panel(plan: AnalysisPlan, path: Path | str, panel_arms: Iterable[str],
