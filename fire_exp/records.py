@@ -23,6 +23,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from fire_exp.errors import InputError
+from fire_exp.files import parse_json
 
 SCHEMA_VERSION = 1
 
@@ -228,10 +229,10 @@ def append_records(path: Path, records: Iterable[AttemptRecord | StartedRecord])
 
 def _parse_line(path: Path, lineno: int, text: str) -> AttemptRecord | StartedRecord:
     try:
-        raw = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise RecordsFileError(path, lineno, "<json>", f"not valid JSON ({exc.msg}); "
-                               "fix or delete this line") from exc
+        raw = parse_json(text, path)
+    except InputError as exc:
+        raise RecordsFileError(path, lineno, "<json>", f"{exc.problem}; fix or delete "
+                               "this line") from None
     if not isinstance(raw, dict):
         raise RecordsFileError(path, lineno, "<json>", "expected a JSON object per line")
     version = raw.get("schema_version")
@@ -249,8 +250,16 @@ def _parse_line(path: Path, lineno: int, text: str) -> AttemptRecord | StartedRe
 
 def iter_lines(path: Path) -> Iterator[tuple[int, str, bool]]:
     """Yield (line number, text, complete) for each non-empty line of ``path``."""
-    with open(path, encoding="utf-8-sig") as fh:  # -sig: a BOM some editors add is no data
-        for lineno, text in enumerate(fh, start=1):
+    with open(path, "rb") as fh:  # decoded line by line, so a bad byte names its line
+        for lineno, data in enumerate(fh, start=1):
+            try:  # -sig: a BOM some editors add is no data
+                text = data.decode("utf-8-sig" if lineno == 1 else "utf-8")
+            except UnicodeDecodeError:
+                if not data.endswith(b"\n"):  # a torn last line, cut inside a character
+                    text = data.decode("utf-8", errors="replace")
+                else:
+                    raise RecordsFileError(path, lineno, "<text>", "is not UTF-8 text",
+                                           "save the file as UTF-8") from None
             complete = text.endswith("\n")
             if text.strip():
                 yield lineno, text.rstrip("\n"), complete

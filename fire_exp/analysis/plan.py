@@ -11,6 +11,8 @@ from __future__ import annotations
 import difflib
 import hashlib
 import json
+import math
+import re
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Annotated, Literal
@@ -19,6 +21,8 @@ import yaml
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from fire_exp.errors import InputError
+from fire_exp.files import read_text
+from fire_exp.policies.ablation import is_ablation_arm
 
 __all__ = ["PANEL_COHORTS", "AnalysisPlan", "Contrast", "check_plan_for_panel",
            "did_you_mean", "load_plan", "parse_contrast"]
@@ -74,6 +78,11 @@ class Contrast(_Model):
 
 
 
+# Resample ceilings: 10^7 and more run for minutes and exhaust a machine's memory; a plan
+# lifts them on purpose with ``allow_large: true``.
+RESAMPLE_CEILING = 1_000_000
+
+
 class Bootstrap(_Model):
     n_resamples: int = Field(default=10_000, ge=1)
     confidence_level: float = Field(default=0.95, gt=0, lt=1)
@@ -120,6 +129,13 @@ class AnalysisPlan(_Model):
     multiplicity: Multiplicity = Field(default_factory=lambda: Multiplicity())
     missing_data: MissingData = Field(default_factory=lambda: MissingData())
     interaction: Interaction | None = None
+    # Lifts the resample ceilings; a permission, not part of the analysis (not hashed).
+    allow_large: bool = Field(default=False, exclude=True)
+
+    @model_validator(mode="after")
+    def _meaningful(self) -> AnalysisPlan:
+        check_plan_meaning(self)
+        return self
 
     @model_validator(mode="after")
     def _cohorts_named(self) -> AnalysisPlan:
@@ -143,6 +159,13 @@ class AnalysisPlan(_Model):
             names += parse_contrast(self.interaction.contrast)
         return list(dict.fromkeys([*names, *self.arms]))
 
+    def analyses_arm(self, arm: str) -> bool:
+        """Whether attempts of ``arm`` belong to this plan's analysis: an arm it names, or
+        a leave-one-family-out arm ``real-minus-F`` when it names ``real`` (the ablation
+        table analyses those against ``real``, docs/ablation.md)."""
+        names = self.arm_names
+        return arm in names or is_ablation_arm(arm) and "real" in names
+
     @property
     def cohort_names(self) -> list[str]:
         """The cohorts attempts may carry (``all`` is every task, never a label)."""
@@ -159,6 +182,40 @@ class AnalysisPlan(_Model):
         return hashlib.sha256(text.encode()).hexdigest()
 
 
+def check_plan_meaning(plan: AnalysisPlan) -> None:
+    """Refuse a plan that validates field by field yet means nothing, or would fail only
+    when the analysis runs: a contrast of an arm with itself, a cohort listed twice,
+    interaction cohorts that coincide or overlap (``all`` holds both), a reward scale
+    that is not finite, resamples above the ceiling.
+
+    Raises:
+        ValueError: ``FIELD: what is wrong`` (pydantic reports it with the plan's file).
+    """
+    named = [("primary.contrast", plan.primary.contrast)]
+    named += [(f"secondary.{i}", c) for i, c in enumerate(plan.secondary)]
+    if plan.interaction is not None:
+        named.append(("interaction.contrast", plan.interaction.contrast))
+    for field, text in named:
+        left, right = parse_contrast(text)
+        if left == right:
+            raise ValueError(f"{field}: {text!r} contrasts arm {left!r} with itself")
+    twice = sorted({c for c in plan.cohorts if plan.cohorts.count(c) > 1})
+    if twice:
+        raise ValueError(f"cohorts: {twice[0]!r} is listed twice; list each cohort once")
+    if plan.interaction is not None:
+        a, b = plan.interaction.cohorts
+        if a == b or "all" in (a, b):
+            raise ValueError(f"interaction.cohorts: {a!r} and {b!r} share tasks; an "
+                             "interaction compares two disjoint cohorts: [eligible, silent]")
+    if not all(math.isfinite(v) for v in plan.reward_scale):
+        raise ValueError(f"reward_scale: {list(plan.reward_scale)} is not finite")
+    for field, n in (("bootstrap.n_resamples", plan.bootstrap.n_resamples),
+                     ("permutation.n_resamples", plan.permutation.n_resamples)):
+        if n > RESAMPLE_CEILING and not plan.allow_large:
+            raise ValueError(f"{field}: {n:,} is above the ceiling {RESAMPLE_CEILING:,}; "
+                             "use fewer, or set allow_large: true in the plan on purpose")
+
+
 # libyaml's safe loader when PyYAML has it (it reads a plan several times faster).
 _SAFE_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
@@ -171,12 +228,15 @@ def load_plan(path: Path | str) -> AnalysisPlan:
     """
     path = Path(path)
     try:
-        raw = yaml.load(path.read_text(encoding="utf-8"), Loader=_SAFE_LOADER)
+        raw = yaml.load(read_text(path), Loader=_SAFE_LOADER)
     except FileNotFoundError as exc:
         raise InputError(path, "<file>", "analysis plan not found",
                          "pass --plan analysis/NAME.yaml") from exc
     except yaml.YAMLError as exc:
         raise InputError(path, "<yaml>", f"not valid YAML: {exc}") from exc
+    except (RecursionError, ValueError) as exc:  # nested too deeply; a 5,000-digit number
+        raise InputError(path, "<yaml>", "nested too deeply or holds a number of thousands "
+                         "of digits", "see analysis/default.yaml") from exc
     if not isinstance(raw, dict):
         raise InputError(path, "<plan>", "expected a mapping of plan fields")
     try:
@@ -184,8 +244,11 @@ def load_plan(path: Path | str) -> AnalysisPlan:
     except ValidationError as exc:
         err = exc.errors()[0]
         field = ".".join(str(p) for p in err["loc"]) or "<plan>"
-        raise InputError(path, field, err["msg"].removeprefix("Value error, "),
-                         "see analysis/default.yaml") from exc
+        message = err["msg"].removeprefix("Value error, ")
+        named = re.match(r"([a-z_]+(?:\.[a-z_0-9]+)*): (.*)", message, re.S)
+        if field == "<plan>" and named:  # a whole-plan check names its own field
+            field, message = named.groups()
+        raise InputError(path, field, message, "see analysis/default.yaml") from exc
 
 
 def check_plan_for_panel(plan: AnalysisPlan, path: Path | str, panel_arms: Iterable[str],
@@ -211,7 +274,8 @@ def check_plan_for_panel(plan: AnalysisPlan, path: Path | str, panel_arms: Itera
         if cohort not in PANEL_COHORTS:
             raise InputError(path, "cohorts", f"cohort {cohort!r} is not a panel cohort",
                              did_you_mean(cohort, [*PANEL_COHORTS, "all"]))
-    missing = [arm for arm in panel if arm not in plan.arm_names]
+    missing = [arm for arm in panel if not plan.analyses_arm(arm)]
     if missing:
         raise InputError(path, "arms", f"the panel's arm(s) {missing} are not in the plan",
-                         "add them to a contrast or to the plan's arms: list")
+                         "add them to a contrast or to the plan's arms: list (an ablation "
+                         "arm real-minus-F needs the plan to name real)")

@@ -59,7 +59,7 @@ def _check_reward(path: Path, e: Entry, scale: tuple[float, float], column: str)
 
 def _check_names(path: Path, e: Entry, plan: AnalysisPlan, arms: set[str],
                  cohorts: set[str], column: str) -> None:
-    if e.arm not in arms:
+    if e.arm not in arms and not plan.analyses_arm(e.arm):
         raise InputError(path, f"line {e.line}, {column} 'arm'",
                          f"arm {e.arm!r} is not named by the plan '{plan.name}'",
                          f"{did_you_mean(e.arm, arms)}; rename it, or list it "
@@ -121,7 +121,7 @@ def frame_is_clean(frame: pd.DataFrame, *, plan: AnalysisPlan | None, merge_runs
         return False
     if np.any(passed & (reward <= low)) or np.any(~passed & (reward >= high)):
         return False
-    if plan is not None and not (frame["arm"].isin(plan.arm_names).all()
+    if plan is not None and not (all(map(plan.analyses_arm, frame["arm"].unique()))
                                  and frame["cohort"].isin([*plan.cohort_names, "all"]).all()):
         return False
     if (frame.groupby("task", sort=False)["cohort"].nunique() > 1).any():

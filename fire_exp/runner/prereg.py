@@ -76,7 +76,8 @@ def config_files(config: RunConfig) -> dict[str, Path]:
 def check_plan(panel: Panel) -> None:
     """Refuse to freeze or run a panel whose analysis plan is invalid for it."""
     plan = load_plan(panel.analysis_plan)
-    check_plan_for_panel(plan, panel.analysis_plan, panel.config.panel.arms, ARMS)
+    # panel.arms: the configured arms and the leave-one-family-out arms ablation=true adds
+    check_plan_for_panel(plan, panel.analysis_plan, list(panel.arms), ARMS)
 
 
 def panel_hashes(panel: Panel) -> dict[str, dict[str, str]]:
