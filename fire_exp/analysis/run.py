@@ -4,8 +4,10 @@ manifest, and the analysis plan — by default the one frozen with the run.
 ``read_run`` reads a run folder (``attempts.jsonl`` and optional ``prereg.json``) or an
 attempts file (JSONL or CSV; a ``prereg.json`` beside it counts) once. ``choose_plan``
 decides which plan analyses it: the plan given (``--plan``), else the one the run's
-``prereg.json`` froze (found by its SHA-256), else ``analysis/default.yaml`` when the run
-has no manifest. The choice, and whether it matches the frozen plan, is recorded.
+``prereg.json`` froze (found by its SHA-256). An attempts file without a manifest is
+analysed only with a plan given explicitly, and the choice says so; a frame in memory
+gets ``analysis/default.yaml``. The choice, and whether it matches the frozen plan, is
+recorded.
 """
 
 from __future__ import annotations
@@ -130,10 +132,14 @@ class PlanChoice:
         where = f" ({self.path})" if self.path is not None else ""
         how = {"frozen": "the plan frozen with the run (prereg.json)",
                "default": "the default plan: the run has no prereg.json"}.get(self.source)
-        if how is None:
+        if how is None and self.frozen_sha256 is None:
+            how = ("given; NO PREREGISTRATION (no prereg.json): the attempts were checked "
+                   "against this plan only, not a frozen schedule")
+        elif how is None:
             how = {True: "given; identical to the plan frozen with the run",
                    False: "given; it DIFFERS FROM the plan frozen with the run",
-                   None: "given; no frozen plan to compare with"}[self.matches_frozen]
+                   None: "given; not compared with the plan frozen with the run"
+                   }[self.matches_frozen]
         return f"analysis plan {self.plan.name}{where}: {how}"
 
 
@@ -170,5 +176,11 @@ def choose_plan(inputs: RunInputs, plan: AnalysisPlan | str | Path | None) -> Pl
         return PlanChoice(load_plan(path), path, "given", frozen_sha, matches)
     if inputs.prereg is not None and inputs.path is not None:
         return _frozen_plan(inputs.prereg, inputs.path.parent / "prereg.json")
+    if inputs.path is not None:
+        raise InputError(inputs.path.parent / "prereg.json", "<file>",
+                         "no preregistration manifest beside the attempts, so no frozen plan "
+                         "or schedule to check them against",
+                         "to analyse them without one, pass --plan analysis/default.yaml "
+                         "or another plan; the output then says so")
     default = ANALYSIS_DIR / "default.yaml"
     return PlanChoice(load_plan(default), default, "default")

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from fire_exp import __version__
+from fire_exp.analysis.dry_run import dry_analysis
 from fire_exp.analysis.plan import check_plan_for_panel, load_plan
 from fire_exp.config import RunConfig
 from fire_exp.errors import PreregistrationError
@@ -74,10 +75,14 @@ def config_files(config: RunConfig) -> dict[str, Path]:
 
 
 def check_plan(panel: Panel) -> None:
-    """Refuse to freeze or run a panel whose analysis plan is invalid for it."""
+    """Refuse to freeze or run a panel whose analysis plan is invalid for it: checked
+    against the panel's arms and cohorts, then run dry on attempts of the panel's shape
+    (:func:`fire_exp.analysis.dry_run.dry_analysis`), so the analysis cannot fail later."""
     plan = load_plan(panel.analysis_plan)
     # panel.arms: the configured arms and the leave-one-family-out arms ablation=true adds
     check_plan_for_panel(plan, panel.analysis_plan, list(panel.arms), ARMS)
+    dry_analysis(plan, panel.analysis_plan, panel.cohorts, list(panel.arms),
+                 panel.config.panel.attempts)
 
 
 def panel_hashes(panel: Panel) -> dict[str, dict[str, str]]:
