@@ -9,8 +9,9 @@ file, the line and the field.
 
 from __future__ import annotations
 
+import difflib
 import math
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -20,7 +21,7 @@ import pandas as pd
 from fire_exp.analysis.plan import AnalysisPlan, did_you_mean
 from fire_exp.errors import InputError
 
-__all__ = ["Entry", "check_entries", "frame_is_clean"]
+__all__ = ["Entry", "check_columns", "check_entries", "frame_is_clean"]
 
 
 @dataclass(frozen=True)
@@ -127,3 +128,22 @@ def frame_is_clean(frame: pd.DataFrame, *, plan: AnalysisPlan | None, merge_runs
     if (frame.groupby("task", sort=False)["cohort"].nunique() > 1).any():
         return False
     return merge_runs or "run" not in frame or frame["run"].nunique() <= 1
+
+
+def check_columns(path: Path, header: Sequence[str], known: Iterable[str]) -> None:
+    """Refuse a column that is not one fire-exp reads but looks like one (``rewrd``,
+    ``Cohort``, ``task ``): it would be ignored, and its attempts read without it.
+    Columns unlike any known one (``notes``) are ignored, as before.
+
+    Raises:
+        InputError: naming the column and the known one it resembles.
+    """
+    names = sorted(set(known))
+    for column in header:
+        if column in names:
+            continue
+        close = difflib.get_close_matches(column.strip().lower(), names, n=1, cutoff=0.8)
+        if close and close[0] not in header:
+            raise InputError(path, "line 1 (header)", f"column {column!r} is not a column "
+                             f"fire-exp reads; did you mean {close[0]!r}?",
+                             "rename it: a column fire-exp does not know is ignored")
