@@ -277,5 +277,5 @@ def check_plan_for_panel(plan: AnalysisPlan, path: Path | str, panel_arms: Itera
     missing = [arm for arm in panel if not plan.analyses_arm(arm)]
     if missing:
         raise InputError(path, "arms", f"the panel's arm(s) {missing} are not in the plan",
-                         "add them to a contrast or to the plan's arms: list (an ablation "
-                         "arm real-minus-F needs the plan to name real)")
+                         "add them to a contrast or to the plan's arms: list; an ablation "
+                         "arm real-minus-F needs the plan to name real")

@@ -34,9 +34,11 @@ def hydra_main(prog: str, argv: list[str], body: Callable[[RunConfig], int]) -> 
 
     @hydra.main(config_path=str(CONFIG_DIR), config_name="config", version_base="1.3")
     def _app(cfg: DictConfig) -> None:
+        from fire_exp.cli import UNREADABLE
+
         try:
             code = body(to_run_config(cfg))
-        except (FireExpError, OSError) as exc:
+        except (FireExpError, OSError, *UNREADABLE) as exc:
             from fire_exp.cli import error_line
 
             print(error_line(prog, exc), file=sys.stderr)

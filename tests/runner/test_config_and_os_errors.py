@@ -37,6 +37,23 @@ def one_line_error(proc: subprocess.CompletedProcess[str]) -> str:
      "configs/environment: pids_limit: 0 is below 1"),
     ("agent.think_s=soon", "think_s: expected a number"),
     ("panel.attempts=0", "attempts: 0 < 1"),
+    # finite, and under a ceiling unless allow_large=true lifts it
+    ("agent.think_s=inf", "configs/agent: think_s: inf is not a finite number"),
+    ("agent.think_s=nan", "configs/agent: think_s: nan is not a finite number"),
+    ("agent.think_s=100000", "think_s: 100,000 is above the ceiling 86,400"),
+    ("panel.attempts=1000000", "attempts: 1,000,000 is above the ceiling 100"),
+    ("executor.workers=100000", "workers: 100,000 is above the ceiling 256"),
+    ("panel.replacement.max_replacements=1000",
+     "max_replacements: 1,000 is above the ceiling 10"),
+    # listed twice
+    ("panel.eligible=[serve-status-page,serve-status-page]",
+     "eligible: task 'serve-status-page' is listed twice"),
+    ("panel.arms=[real,sham,real]", "arms: arm 'real' is listed twice"),
+    # names that would leave their folder
+    ("run=../../elsewhere", "configs/config.yaml: run: '../../elsewhere' is not a plain name"),
+    ("resume=/tmp/x", "resume: '/tmp/x' is not a plain name"),
+    ("panel.name=../x", "configs/panel: name: '../x' is not a plain name"),
+    ("panel.eligible=[../../etc]", "eligible: '../../etc' is not a plain name"),
 ])
 def test_bad_config_values_are_refused_before_anything_is_written(
         tmp_path: Path, override: str, says: str) -> None:
@@ -103,3 +120,23 @@ def test_a_full_disk_stops_the_run_with_one_line_and_keeps_what_finished(
     complete = lines[:-1] if lines and not lines[-1].endswith("}") else lines
     finished = [json.loads(x) for x in complete if '"kind":"finished"' in x]
     assert finished, "nothing was recorded before the disk filled"
+
+
+def test_allow_large_lifts_the_ceilings_but_not_finiteness() -> None:
+    from fire_exp.config import run_config_from_dict
+    from fire_exp.errors import InputError
+
+    def config(**extra: object) -> dict[str, object]:
+        return {"panel": {"name": "p", "suite": "s", "eligible": ["t"], "arms": ["real"],
+                          "attempts": 1000, "portfolio": "fire-core"},
+                "agent": {"name": "simulated", "think_s": 1e6}, "environment": {"name": "local"},
+                "executor": {"name": "local"}, "run": "r", **extra}
+
+    with pytest.raises(InputError, match="above the ceiling"):
+        run_config_from_dict(config())
+    lifted = run_config_from_dict(config(allow_large=True))
+    assert lifted.panel.attempts == 1000 and lifted.agent.params["think_s"] == 1e6
+    infinite = config(allow_large=True)
+    infinite["agent"] = {"name": "simulated", "think_s": float("inf")}
+    with pytest.raises(InputError, match="not a finite number"):
+        run_config_from_dict(infinite)
