@@ -38,20 +38,23 @@ def without_ours(doc: dict[str, Any]) -> dict[str, Any]:
     hooks = out.get("hooks")
     if not isinstance(hooks, dict):
         return out
+    touched = False
     for event in list(hooks):
-        groups = []
+        groups, ours = [], False
         for group in hooks[event] if isinstance(hooks[event], list) else []:
             handlers = group.get("hooks") if isinstance(group, dict) else None
             if isinstance(handlers, list) and any(is_ours(h) for h in handlers):
+                ours = True
                 group = group | {"hooks": [h for h in handlers if not is_ours(h)]}
                 if not group["hooks"]:
                     continue
             groups.append(group)
-        if groups:
-            hooks[event] = groups
+        if groups or not ours:  # an event the user left empty stays as it was
+            hooks[event] = groups if ours else hooks[event]
         else:
             del hooks[event]
-    if not hooks:
+        touched = touched or ours
+    if not hooks and touched:
         del out["hooks"]
     return out
 
