@@ -149,6 +149,9 @@ def check_ranges(params: dict[str, Any], where: str, *, allow_large: bool = Fals
     """
     for key, value in params.items():
         _check_finite(value, where, key)
+        if isinstance(value, dict):  # a nested block (agent.install: {timeout_s: ...})
+            check_ranges(value, f"{where}.{key}", allow_large=allow_large)
+            continue
         low = _minimum(key)
         if low is None or value is None:
             continue

@@ -154,3 +154,13 @@ def test_a_harbor_result_python_cannot_read_is_named(tmp_path: Path, content: by
     with pytest.raises(InputError, match=says) as err:
         import_harbor([tmp_path / "job"], ArmMapping(arm_from="job"))
     assert err.value.path == str(folder / "result.json")
+
+
+def test_a_power_pilot_that_is_not_utf8_is_one_line(tmp_path: Path) -> None:
+    from tests.conftest import run_cli
+
+    pilot = tmp_path / "pilot.csv"
+    pilot.write_bytes(b"task,arm,replicate,reward\nt\xff,real,0,1\n")
+    proc = run_cli("power", "panel=demo", f"pilot={pilot}")
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr
+    assert f"{pilot}: line 2: is not UTF-8 text" in proc.stderr

@@ -195,7 +195,15 @@ def check_plan_meaning(plan: AnalysisPlan) -> None:
     named += [(f"secondary.{i}", c) for i, c in enumerate(plan.secondary)]
     if plan.interaction is not None:
         named.append(("interaction.contrast", plan.interaction.contrast))
-    for field, text in named:
+    pairs: dict[frozenset[str], str] = {}
+    for field, text in named[:1 + len(plan.secondary)]:
+        left, right = parse_contrast(text)
+        if left == right:
+            raise ValueError(f"{field}: {text!r} contrasts arm {left!r} with itself")
+        seen = pairs.setdefault(frozenset((left, right)), text)
+        if seen != text:  # the same pair reversed: one test counted twice (Holm)
+            raise ValueError(f"{field}: {text!r} is {seen!r} reversed; list each pair once")
+    for field, text in named[1 + len(plan.secondary):]:
         left, right = parse_contrast(text)
         if left == right:
             raise ValueError(f"{field}: {text!r} contrasts arm {left!r} with itself")

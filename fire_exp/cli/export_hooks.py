@@ -97,6 +97,9 @@ def main(argv: list[str]) -> int:
     if not args.portfolio or not args.arm:
         raise InputError("fire-exp export-hooks", "--portfolio/--arm", "missing",
                          "give both (or --remove to take fire-exp's hooks out)")
+    if not 1 <= args.timeout <= 86_400:
+        raise InputError("fire-exp export-hooks", "--timeout", f"{args.timeout} seconds is "
+                         "outside 1..86400", "give each hook between a second and a day")
     families = load_arm_families(args.portfolio, args.arm, args.controls)
     state = Path(args.state).expanduser().resolve() if args.state else out / ".fire-exp" / "hooks"
     settings = hook_settings(args.target, families, portfolio=_absolute(args.portfolio),

@@ -26,6 +26,7 @@ from fire_exp.tasks.model import (
 _CANARY = re.compile(r"^\s*(<!--.*canary.*-->|#\s*BENCHMARK DATA.*|#.*canary.*)\s*$", re.I)
 _CANARY_WORDS = re.compile(r"canary|BENCHMARK DATA", re.I)
 _NETWORK_MODES = {"public", "no-network", "allowlist"}
+_PLAIN_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._+-]{0,127}")
 _TASK_MARKERS = ("instruction.md", "tests/test.sh", "environment/Dockerfile")
 _BUILD_FILES = ("Dockerfile", "docker-compose.yaml", "docker-compose.yml")
 
@@ -218,6 +219,9 @@ def load_task(path: Path | str) -> Task:
                          "the verifier entry point must write /logs/verifier/reward.txt")
     toml_name = fields.pop("toml_name")
     name = path.name if toml_name is None else toml_name.rsplit("/", 1)[-1]
+    if not _PLAIN_NAME.fullmatch(name) or ".." in name:
+        raise InputError(toml_path, "task.name", f"{name!r} is not a plain name",
+                         "use letters, digits, '.', '_', '+' and '-' (it names folders)")
     return Task(name=name, path=path, instruction=instruction, digest=task_digest(path),
                 **fields)
 

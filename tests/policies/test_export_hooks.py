@@ -183,3 +183,11 @@ def test_every_documented_entry_shape_is_merged(tmp_path: Path) -> None:
     assert doc["hooks"]["PreToolUse"][:3] == user["hooks"]["PreToolUse"]
     assert export("claude-code", tmp_path, "--remove").returncode == 0
     assert json.loads(path.read_text()) == user
+
+
+@pytest.mark.parametrize("timeout", ["0", "-5", "1000000"])
+def test_a_hook_timeout_outside_a_second_to_a_day_is_refused(tmp_path: Path,
+                                                             timeout: str) -> None:
+    proc = export("claude-code", tmp_path, "--timeout", timeout)
+    assert proc.returncode == 2 and "--timeout" in proc.stderr
+    assert not (tmp_path / ".claude").exists()

@@ -45,6 +45,10 @@ def one_line_error(proc: subprocess.CompletedProcess[str]) -> str:
     ("executor.workers=100000", "workers: 100,000 is above the ceiling 256"),
     ("panel.replacement.max_replacements=1000",
      "max_replacements: 1,000 is above the ceiling 10"),
+    ("agent=claude-code agent.install.timeout_s=-5",
+     "configs/agent.install: timeout_s: -5 is below 0"),
+    ("agent=claude-code agent.install.timeout_s=1e9",
+     "configs/agent.install: timeout_s: 1,000,000,000.0 is above the ceiling 86,400"),
     # listed twice
     ("panel.eligible=[serve-status-page,serve-status-page]",
      "eligible: task 'serve-status-page' is listed twice"),

@@ -150,6 +150,8 @@ def test_an_edited_config_file_is_refused_by_name(repo_copy: Path, tmp_path: Pat
                                          "'real' with itself"),
     ("primary: {contrast: real - sham}\nsecondary: [baseline - baseline]",
      "secondary.0: 'baseline - baseline' contrasts arm 'baseline' with itself"),
+    ("primary: {contrast: real - sham}\nsecondary: [sham - real]",
+     "secondary.0: 'sham - real' is 'real - sham' reversed"),
     ("primary: {contrast: real - sham}\ncohorts: [eligible, silent, eligible, all]",
      "cohorts: 'eligible' is listed twice"),
     ("primary: {contrast: real - sham}\ninteraction: {contrast: real - sham, cohorts: "

@@ -92,6 +92,8 @@ def test_older_memory_and_storage_strings(word_count: Path) -> None:
     ("memory_mb = 1024", 'memory = "99999999T"', "environment.memory"),
     ("build_timeout_sec = 300.0", "build_timeout_sec = -inf", "environment.build_timeout_sec"),
     ("gpus = 0", "gpus = " + "9" * 5000, "<toml>"),
+    ('name = "fire-exp-tests/word-count"', 'name = "fire-exp-tests/.."', "task.name"),
+    ('name = "fire-exp-tests/word-count"', 'name = "fire-exp-tests/"', "task.name"),
 ])
 def test_wrong_values_name_the_file_and_field(word_count: Path, old: str, new: str,
                                               field: str) -> None:
