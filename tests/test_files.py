@@ -164,3 +164,19 @@ def test_a_power_pilot_that_is_not_utf8_is_one_line(tmp_path: Path) -> None:
     proc = run_cli("power", "panel=demo", f"pilot={pilot}")
     assert proc.returncode == 2 and "Traceback" not in proc.stderr
     assert f"{pilot}: line 2: is not UTF-8 text" in proc.stderr
+
+
+def test_a_simulation_script_that_is_not_utf8_is_one_line(tmp_path: Path) -> None:
+    from fire_exp.paths import SUITES_DIR
+    from tests.conftest import run_cli
+
+    suite = tmp_path / "suite"
+    task = Path(shutil.copytree(SUITES_DIR / "fire-mini" / "dedupe-emails",
+                                suite / "dedupe-emails"))
+    script = task / "simulated.yaml"
+    script.write_bytes(script.read_bytes() + b"# caf\xe9\n")
+    proc = run_cli("freeze", "panel=demo", f"panel.suite={suite}",
+                   "panel.eligible=[dedupe-emails]", "panel.silent=[]",
+                   f"prereg={tmp_path / 'p.json'}")
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr
+    assert f"{script}: <yaml>: not UTF-8 text" in proc.stderr

@@ -185,7 +185,14 @@ def _load_tasks(config: RunConfig) -> dict[str, Task]:
             if task.simulation_script is None:
                 raise InputError(task.path, "simulated.yaml", "missing",
                                  "the simulated agent needs a script beside each task")
-            load_script(task.simulation_script)
+            try:
+                load_script(task.simulation_script)
+            except (UnicodeDecodeError, RecursionError, ValueError) as exc:  # not InputError
+                if isinstance(exc, InputError):
+                    raise
+                raise InputError(task.simulation_script, "<yaml>", "not UTF-8 text, nested "
+                                 "too deeply, or a number of thousands of digits",
+                                 "save it as plain UTF-8 YAML") from None
     return tasks
 
 
