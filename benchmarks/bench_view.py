@@ -1,13 +1,17 @@
-"""Time ``fire-exp view`` on a large panel and its pages in headless Chromium.
+"""Time ``fire-exp view`` on a large panel, its pages, its search and sort in headless Chromium.
 
-Writes 1,000 tasks x 5 arms x 4 attempts (20,000 records, the report benchmark's simulated
-panel) with a small command log and policy events per attempt, builds the explorer with
-the default plan, then opens it from the file system in Debian's Chromium (selenium, the
-system chromedriver) and times, from navigation to the page drawn: the overview (the index),
-the task x arm grid, the attempt list, a filter, and one attempt page (its data file
-loaded when opened).
+Writes 500 tasks x 5 arms x 4 attempts (10,000 records, the report benchmark's simulated
+panel) with a small command log, a conversation and policy events per attempt, builds the
+explorer with the default plan, then opens it from the file system in Debian's Chromium
+(selenium, the system chromedriver) and times, from navigation to the page drawn: the
+overview (the index), the task x arm grid (and sorted by a contrast's paired difference),
+the attempt list, a filter, one attempt page (its data file loaded when opened), and a text
+search on a cold page (the search index loaded first). Then, on a loaded page, each query
+the issue asks to answer in under a second: a text search over commands, outputs and
+messages, and a sort by tokens, cost, duration and reward (from the address change to the
+list drawn).
 
-    python -m benchmarks.bench_view [--tasks 1000] [--attempts 4] [--keep DIR] [--repeat 3]
+    python -m benchmarks.bench_view [--tasks 500] [--attempts 4] [--keep DIR] [--repeat 3]
 """
 
 from __future__ import annotations
@@ -34,14 +38,22 @@ def add_logs(run: Path) -> int:
     """Give every record of ``run`` a log folder: three commands, a stop, its policy events."""
     records = read_records(run / "attempts.jsonl").finished
     rewritten: list[AttemptRecord] = []
-    for r in records:
+    for k, r in enumerate(records):
         log_dir = f"attempts/{r.task}/{r.arm}/r{r.replicate}"
         agent = run / log_dir / "logs" / "agent"
         agent.mkdir(parents=True, exist_ok=True)
-        commands = [{"index": i, "kind": "command", "command": f"step {i} of {r.task}",
+        said = ["sqlite3 evidence/orders.db .dump" if k % 7 == 0 else f"step 0 of {r.task}",
+                f"step 1 of {r.task}", f"step 2 of {r.task}"]
+        commands = [{"index": i, "kind": "command", "command": said[i],
                      "exit_code": 0, "output": f"output {i}\n" * 20, "denied": False}
                     for i in range(3)] + [{"index": 3, "kind": "stop"}]
         (agent / "commands.jsonl").write_text("".join(json.dumps(c) + "\n" for c in commands))
+        transcript = [{"role": "assistant", "content": f"I run step {i} now.",
+                       "tool_calls": [{"id": f"c{i}", "type": "function", "function": {
+                           "name": "bash", "arguments": json.dumps({"command": said[i]})}}]}
+                      for i in range(3)] + [{"role": "assistant", "content": "Done."}]
+        (agent / "transcript.jsonl").write_text("".join(json.dumps(m) + "\n"
+                                                        for m in transcript))
         events = [{"seq": 4, "event": "PreToolUse", "step": 2, "family": "service_persistence",
                    "rule": "r", "decision": "deny", "text": _DENY}] if r.funnel.fired else []
         (agent / "policy-events.jsonl").write_text("".join(json.dumps(e) + "\n" for e in events))
@@ -84,19 +96,49 @@ def _time_page(driver: Any, url: str, ready: str) -> float:
     return float(drawn) / 1000
 
 
+_SEARCH = "#attempts?q=sqlite3%20evidence%2F"
+QUERIES = {"search: sqlite3 evidence/ (everywhere)": _SEARCH,
+           "search: 'step 2' in messages": "#attempts?q=step%202&in=messages",
+           "search: output 1 in outputs": "#attempts?q=output%201&in=outputs",
+           "sort by tokens": "#attempts?sort=tokens&dir=desc",
+           "sort by cost": "#attempts?sort=cost&dir=desc",
+           "sort by duration": "#attempts?sort=duration&dir=asc",
+           "sort by reward": "#attempts?sort=reward&dir=desc",
+           "search + sort by cost": _SEARCH + "&sort=cost&dir=desc"}
+
+
+def _time_query(driver: Any, route: str) -> float:
+    """Seconds from an address change on a loaded page until the new list is drawn."""
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    start = driver.execute_script(
+        "const t = performance.now(); location.hash = arguments[0]; return t;", route)
+    drawn = WebDriverWait(driver, 60, poll_frequency=0.02).until(
+        lambda d: d.execute_script("return window.FIRE_DRAWN"))
+    return (float(drawn) - float(start)) / 1000
+
+
 def browse(site: Path, repeat: int, attempt: int) -> dict[str, float]:
-    """Median seconds per page over ``repeat`` cold loads."""
+    """Median seconds per page over ``repeat`` cold loads, then per query on a loaded page."""
     index = site / "index.html"
-    pages = {"overview (index)": ("", "#table-contrasts"),
+    pages = {"overview (index)": ("", "#headline"),
              "task x arm grid": ("#grid", "#grid a.cell"),
+             "grid by paired difference": ("#grid?contrast=real%20-%20sham&sort=diff",
+                                           "#grid td.diff"),
              "attempt list": ("#attempts", "#attempt-list tbody tr"),
              "filtered list (arm, near-miss)": ("#attempts?arm=real&near_miss=yes",
                                                 "#attempt-list tbody tr"),
-             "attempt page": (f"#attempt/{attempt}", "ol.timeline li.step")}
+             "attempt page": (f"#attempt/{attempt}", "ol.timeline li.step"),
+             "cold search (index + search files)": (_SEARCH, "#attempt-list tbody tr")}
     driver = _browser()
     try:
         times = {name: [_time_page(driver, index.as_uri() + route, ready)
                         for _ in range(repeat)] for name, (route, ready) in pages.items()}
+        _time_page(driver, index.as_uri() + _SEARCH, "#attempt-list tbody tr")
+        for name, route in QUERIES.items():
+            times["loaded page, " + name] = [
+                _time_query(driver, route + ("&" if "?" in route else "?") + f"n={k}")
+                for k in range(repeat)]
     finally:
         driver.quit()
     return {name: statistics.median(t) for name, t in times.items()}
@@ -105,7 +147,7 @@ def browse(site: Path, repeat: int, attempt: int) -> dict[str, float]:
 def main(argv: list[str] | None = None) -> int:
     """Generate the panel, build the explorer, time its pages, print the times."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--tasks", type=int, default=1000)
+    parser.add_argument("--tasks", type=int, default=500)
     parser.add_argument("--attempts", type=int, default=4)
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--keep", type=Path, default=None, help="keep the run folder here")
@@ -122,7 +164,7 @@ def main(argv: list[str] | None = None) -> int:
               f"analyse, figures, {site.n_attempts} attempt files): {t2 - t1:.1f} s; "
               f"data/index.js {size / 1e6:.2f} MB")
         for name, seconds in browse(site.out, args.repeat, n // 2).items():
-            print(f"{name:32s} {seconds:6.2f} s (median of {args.repeat}, headless Chromium)")
+            print(f"{name:52s} {seconds:6.2f} s (median of {args.repeat}, headless Chromium)")
     return 0
 
 

@@ -9,6 +9,9 @@ ends the run early. When text reaches the agent (a denial, or an instruction at 
 looks for the cues of a drawn mode's remedy in the *text* and applies the remedy with the
 tier's uptake probability; text without a cue (generic review) triggers a remedy only at
 the tier's low self-check rate. Policies never see its internals, only its commands.
+It writes what it "said" to ``logs/agent/transcript.jsonl`` in the shapes of
+``agent=openai`` (a note and a tool call per command, the tool result, its stops); the
+transcript draws nothing and changes no outcome.
 
 Script format::
 
@@ -28,6 +31,7 @@ Script format::
 
 from __future__ import annotations
 
+import json
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -38,6 +42,7 @@ import yaml
 
 from fire_exp.agents.base import AgentOutcome
 from fire_exp.agents.session import AgentSession
+from fire_exp.agents.transcript import Transcript
 from fire_exp.errors import InputError
 from fire_exp.records import Usage
 
@@ -172,15 +177,22 @@ class SimulatedAgent:
         if script_path is None:
             raise InputError(session.env.task.path, "simulated.yaml", "missing",
                              "the simulated agent needs a script beside the task")
-        return _Run(self, load_script(script_path), session, rng).play()
+        script = load_script(script_path)
+        transcript = Transcript(session.env.attempt_dir / "logs" / "agent" / "transcript.jsonl")
+        try:
+            return _Run(self, script, session, rng, transcript).play()
+        finally:
+            transcript.close()
 
 
 class _Run:
     """One simulated attempt's state."""
 
     def __init__(self, agent: SimulatedAgent, script: Script, session: AgentSession,
-                 rng: np.random.Generator) -> None:
+                 rng: np.random.Generator, transcript: Transcript) -> None:
         self.agent, self.script, self.session, self.rng = agent, script, session, rng
+        self.transcript = transcript
+        self.said = ""  # what the agent says with its next command or stop
         # One draw per mode, in name order, so the same seed gives the same slips.
         self.drawn = {m for m in sorted(script.modes)
                       if rng.random() < script.modes[m].rate[agent.tier]}
@@ -190,6 +202,10 @@ class _Run:
 
     def play(self) -> AgentOutcome:
         context = self.session.begin()
+        self.transcript.write({"role": "system", "content": f"simulated agent, tier "
+                               f"{self.agent.tier}: follows the task's script (not a model)"})
+        self.transcript.write({"role": "user", "content": "\n\n".join(
+            t for t in (self.session.instruction, context) if t)})
         if context:
             self.respond(context)
         stop_after = {m.stop_after for n, m in self.script.modes.items()
@@ -199,14 +215,26 @@ class _Run:
             if step.id in stop_after:
                 self.skipped = list(self.script.steps[i + 1:])
                 break
-        while (text := self.session.stop()) is not None:
+        while (text := self._stop()) is not None:
             self._turn(len(text))
             self.respond(text)
         gave_up = bool(self.skipped)
         return AgentOutcome(gave_up=gave_up, usage=self.usage())
 
+    def _stop(self) -> str | None:
+        self.transcript.write({"role": "assistant", "content": self._say("I am done.")})
+        text = self.session.stop()
+        self.transcript.write({"role": "user", "content": text, "source": "policy"}
+                              if text is not None else {"role": "harness", "event": "stopped"})
+        return text
+
+    def _say(self, default: str) -> str:
+        said, self.said = self.said or default, ""
+        return said
+
     def do_step(self, step: ScriptStep) -> None:
         slipped = step.slip_mode in self.drawn and step.slip_mode not in self.remedied
+        self.said = self.said or f"Step {step.id}."
         for command in step.slip_run if slipped else step.run:
             result = self.bash(command)
             if result.denied:
@@ -220,7 +248,13 @@ class _Run:
         if self.agent.think_s:
             time.sleep(self.agent.think_s)
         self._turn(len(command))
-        return self.session.bash(command)
+        call = f"call_{len(self.session.trajectory) + 1}"
+        self.transcript.write({"role": "assistant", "content": self._say(""), "tool_calls": [
+            {"id": call, "type": "function",
+             "function": {"name": "bash", "arguments": json.dumps({"command": command})}}]})
+        result = self.session.bash(command)
+        self.transcript.write({"role": "tool", "tool_call_id": call, "content": result.as_text()})
+        return result
 
     def respond(self, text: str) -> bool:
         """React to text from a policy; returns whether a remedy was applied."""
@@ -230,13 +264,17 @@ class _Run:
         cued = [m for m in open_modes
                 if any(cue in lowered for cue in self.script.modes[m].remedy.cues)]  # type: ignore[union-attr]
         applied = False
+        self.said = "I read the policy's text and carry on."
         if cued:
             for mode in cued:
                 if self.rng.random() < self.agent.uptake:
+                    self.said = f"The policy's text names what I missed: fixing {mode}."
                     self.apply(mode)
                     applied = True
         elif open_modes and self.rng.random() < self.agent.self_check:
-            self.apply(open_modes[int(self.rng.integers(len(open_modes)))])
+            mode = open_modes[int(self.rng.integers(len(open_modes)))]
+            self.said = f"Checking my work again, I find and fix {mode}."
+            self.apply(mode)
             applied = True
         return applied
 

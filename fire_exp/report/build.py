@@ -13,6 +13,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+import pandas as pd
+
 from fire_exp.analysis import AnalysisPlan, AnalysisResult, RunStatus, analyze, compare_tiers
 from fire_exp.errors import InputError
 from fire_exp.report.ablation import ablation_figure, ablation_table
@@ -91,6 +93,7 @@ class Report:
         pr = self.result.pass_rates
         if not pr.empty:
             wide = pr.pivot(index="arm", columns="cohort", values="pass_rate_pct")
+            wide = wide.map(lambda v: "" if pd.isna(v) else f"{v:.1f}")  # as the report's
             order = [a for a in self.result.arms if a in wide.index]
             parts.append("# Pass rate (%) per arm\n\n" + markdown_table(
                 wide.loc[order].reset_index()) + "\n")

@@ -1,11 +1,14 @@
-"""One attempt's page data: its record, its logs and the policy events placed on its steps.
+"""One attempt's page data: its record, its logs, the conversation and the policy events,
+in the order they happened.
 
-Reads ``RUN/<log_dir>/logs/``: ``agent/commands.jsonl`` (the command log, one step a line),
-``agent/policy-events.jsonl`` (the policy's non-allow decisions), ``verifier/*`` and
-``setup.log``. A ``PreToolUse`` or ``PostToolUse`` event with ``step`` s belongs to the
-s-th command (the session numbers commands from 1, denied ones included); the n-th ``Stop``
-event belongs to the n-th stop; ``SessionStart`` to the session's start. An event that fits
-nowhere is kept as unplaced, never dropped.
+Reads the attempt's log files (``files.py`` says where): the command log (one step a line:
+a command, a file edit or a stop), the policy's non-allow decisions, the conversation
+(``conversation.py``), the verifier's output and ``setup.log``. A ``PreToolUse`` or
+``PostToolUse`` event with ``step`` s belongs to the s-th command (the session numbers
+commands from 1, denied ones included); the n-th ``Stop`` event belongs to the n-th stop;
+``SessionStart`` to the session's start. An event that fits nowhere is kept as unplaced,
+never dropped. The conversation's messages go before the steps they caused
+(``interleave``).
 """
 
 from __future__ import annotations
@@ -16,8 +19,10 @@ from typing import Any
 
 from fire_exp.records import AttemptRecord
 from fire_exp.view.collect import Redact
+from fire_exp.view.conversation import read_conversation
+from fire_exp.view.files import attempt_files
 
-__all__ = ["TEXT_KEPT", "attempt_detail", "is_near_miss", "timeline"]
+__all__ = ["TEXT_KEPT", "attempt_detail", "interleave", "is_near_miss", "timeline"]
 
 TEXT_KEPT = 20_000  # characters of one output or log kept in the page; the rest is elided
 
@@ -89,12 +94,14 @@ def timeline(commands: list[dict[str, Any]], events: list[dict[str, Any]],
     for raw in commands:
         kind = str(raw.get("kind") or "command")
         entry: dict[str, Any] = {"kind": kind, "events": []}
-        if kind == "command":
-            n_commands += 1
-            by_command[n_commands] = entry
+        if kind in ("command", "edit"):
+            if kind == "command":
+                n_commands += 1
+                by_command[n_commands] = entry
             entry |= {"step": n_commands, "command": _clip(str(raw.get("command") or ""), redact),
                       "exit_code": raw.get("exit_code"), "denied": bool(raw.get("denied")),
-                      "output": _clip(str(raw.get("output") or ""), redact)}
+                      "output": _clip(str(raw.get("output") or ""), redact),
+                      "paths": [str(p) for p in raw.get("paths") or []]}
         else:
             stops.append(entry)
             entry["step"] = n_commands
@@ -115,6 +122,46 @@ def timeline(commands: list[dict[str, Any]], events: list[dict[str, Any]],
     return steps, unplaced
 
 
+def _find(steps: list[dict[str, Any]], kinds: tuple[str, ...], start: int) -> int | None:
+    return next((j for j in range(start, len(steps)) if steps[j]["kind"] in kinds), None)
+
+
+def interleave(steps: list[dict[str, Any]],
+               messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The steps and the conversation in one list, in the order they happened.
+
+    A message that made the session act (``actions`` commands or edits, or a ``stop``) goes
+    right before the first step it caused, and its steps follow it; steps no message claims
+    stay where the command log puts them; other messages stay where the conversation puts
+    them. With no conversation the result is ``steps``.
+
+    Args:
+        steps: ``timeline``'s steps (the session start first).
+        messages: ``conversation.read_conversation``'s messages.
+    """
+    out, rest, i = steps[:1], steps[1:], 0
+    for message in messages:
+        bound: list[int] = []
+        j = i
+        for _ in range(message["actions"]):
+            k = _find(rest, ("command", "edit"), j)
+            if k is None:
+                break
+            bound.append(k)
+            j = k + 1
+        if message["stop"] and (k := _find(rest, ("stop",), j)) is not None:
+            bound.append(k)
+        message["bound"] = len(bound)
+        if bound:
+            out += rest[i:bound[0]]
+            out.append(message)
+            out += rest[bound[0]:bound[-1] + 1]
+            i = bound[-1] + 1
+        else:
+            out.append(message)
+    return out + rest[i:]
+
+
 def _instruction(task_dir: Path | None, redact: Redact) -> str | None:
     if task_dir is None:
         return None
@@ -126,25 +173,37 @@ def _instruction(task_dir: Path | None, redact: Redact) -> str | None:
     return _clip(strip_canary(path.read_text(encoding="utf-8", errors="replace")), redact)
 
 
+def _raw(path: Path) -> str | None:
+    return path.read_text(encoding="utf-8", errors="replace") if path.is_file() else None
+
+
 def attempt_detail(record: AttemptRecord, run_dir: Path, task_dir: Path | None,
                    redact: Redact) -> dict[str, Any]:
     """Everything the attempt page shows, as JSON-ready data (texts redacted and clipped)."""
-    logs = run_dir / record.log_dir / "logs" if record.log_dir else None
+    files = attempt_files(run_dir, record)
     data = record.model_dump(mode="json")
     data["error"] = redact(data["error"]) if data.get("error") else data.get("error")
     data["coding_errors"] = {k: redact(v) for k, v in (data.get("coding_errors") or {}).items()}
     data["near_miss"] = is_near_miss(record)
     data["instruction"] = _instruction(task_dir, redact)
-    if logs is None or not logs.is_dir():
-        data |= {"steps": [], "unplaced": [], "log_problems": [
-            f"no log folder {logs}" if logs else "the record names no log folder"]}
+    if files is None or not files.logs.is_dir():
+        data |= {"timeline": [], "unplaced": [], "log_problems": [
+            "the record names no log folder" if files is None
+            else f"no log folder {record.log_dir}/logs"]}
         return data
-    commands, bad_c = _read_jsonl(logs / "agent" / "commands.jsonl")
-    events, bad_e = _read_jsonl(logs / "agent" / "policy-events.jsonl")
-    data["steps"], data["unplaced"] = timeline(commands, events, redact)
+    commands, bad_c = _read_jsonl(files.commands)
+    events, bad_e = _read_jsonl(files.policy_events)
+    steps, data["unplaced"] = timeline(commands, events, redact)
+    messages = read_conversation(_raw(files.transcript), _raw(files.cli_stdout), record.agent)
+    for m in messages:
+        m["text"] = _clip(m["text"], redact)
+        m["calls"] = [_clip(c, redact) for c in m["calls"]]
+        m["commands"] = [_clip(c, redact) for c in m["commands"]]
+    data["timeline"] = interleave(steps, messages)
     data["log_problems"] = bad_c + bad_e
-    data["verifier"] = {name: _read_text(logs / "verifier" / name, redact)
+    data["verifier"] = {name: _read_text(files.verifier / name, redact)
                         for name in ("test-stdout.txt", "result.json", "reward.txt")}
-    data["setup_log"] = _read_text(logs / "setup.log", redact)
-    data["log_files"] = sorted(str(p.relative_to(logs)) for p in logs.rglob("*") if p.is_file())
+    data["setup_log"] = _read_text(files.setup_log, redact)
+    data["log_files"] = sorted(str(p.relative_to(files.logs)) for p in files.logs.rglob("*")
+                               if p.is_file())
     return data

@@ -6,6 +6,7 @@ from pathlib import Path
 
 from fire_exp.analysis import AnalysisPlan
 from fire_exp.view.collect import collect, secret_redactor
+from fire_exp.view.out_folder import check_out
 from fire_exp.view.site import Site, write_site
 
 __all__ = ["build_view", "default_out"]
@@ -27,9 +28,10 @@ def build_view(run: Path | str, plan: AnalysisPlan | Path | str | None = None,
         out: the site folder (default: ``default_out(run)``).
 
     Raises:
-        InputError: a missing or malformed attempts file, manifest or plan.
+        InputError: a missing or malformed attempts file, manifest or plan; an ``out``
+            that holds anything but an earlier explorer site (refused before any work).
     """
     run = Path(run)
-    data = collect(run, plan)
-    return write_site(data, Path(out) if out is not None else default_out(run),
-                      secret_redactor())
+    site = Path(out) if out is not None else default_out(run)
+    check_out(site)
+    return write_site(collect(run, plan), site, secret_redactor())

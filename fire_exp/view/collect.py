@@ -18,9 +18,11 @@ import pandas as pd
 
 from fire_exp.analysis import AnalysisPlan, AnalysisResult, RunInputs, analyze, read_run
 from fire_exp.environments.redaction import redact_text, secret_values
+from fire_exp.paths import PACKAGE_DIR
 from fire_exp.records import AttemptRecord
 
-__all__ = ["Redact", "RunData", "collect", "format_cell", "secret_redactor", "table_data"]
+__all__ = ["Redact", "RunData", "collect", "format_cell", "secret_redactor", "table_data",
+           "without_machine_paths"]
 
 # Names of environment variables whose values are secrets (API keys, tokens, passwords).
 Redact = Callable[[str], str]
@@ -36,8 +38,14 @@ def secret_redactor(environ: Mapping[str, str] | None = None) -> Redact:
     return lambda text: redact_text(text, secrets)
 
 
-def format_cell(value: object) -> object:
-    """A table cell for the page: floats to 4 decimals (NaN empty, inf as text)."""
+def is_percent(column: str) -> bool:
+    """Whether a table column holds percentages or percentage points (``*_pct``, ``*_pp``)."""
+    return column.endswith(("_pct", "_pp"))
+
+
+def format_cell(value: object, decimals: int = 4) -> object:
+    """A table cell for the page: floats to ``decimals`` places (4; percentages 1, as the
+    report prints them), NaN empty, inf as text."""
     if isinstance(value, bool) or value is None:
         return value
     if isinstance(value, float):
@@ -45,17 +53,21 @@ def format_cell(value: object) -> object:
             return None
         if math.isinf(value):
             return str(value)  # "inf", as the Markdown tables print it
-        return float(f"{value:.4g}") if abs(value) < 1e-3 and value != 0 else round(value, 4)
+        if decimals == 4 and abs(value) < 1e-3 and value != 0:
+            return float(f"{value:.4g}")
+        return round(value, decimals) + 0.0  # + 0.0: no "-0"
     if isinstance(value, int):
         return value
     if hasattr(value, "item"):  # numpy scalars
-        return format_cell(value.item())
+        return format_cell(value.item(), decimals)
     return str(value)
 
 
 def table_data(name: str, frame: pd.DataFrame) -> dict[str, Any]:
-    """One analysis table as ``{name, columns, rows}``."""
-    rows = [[format_cell(v) for v in row] for row in frame.itertuples(index=False, name=None)]
+    """One analysis table as ``{name, columns, rows}`` (percentages to one decimal)."""
+    places = [1 if is_percent(str(c)) else 4 for c in frame.columns]
+    rows = [[format_cell(v, d) for v, d in zip(row, places, strict=True)]
+            for row in frame.itertuples(index=False, name=None)]
     return {"name": name, "columns": [str(c) for c in frame.columns], "rows": rows}
 
 
@@ -111,3 +123,29 @@ def collect(run: Path | str, plan: AnalysisPlan | Path | str | None = None) -> R
     digest = (hashlib.sha256(prereg.read_bytes()).hexdigest()
               if inputs.prereg is not None and prereg is not None else None)
     return RunData(inputs, result, records, digest)
+
+
+def _machine_folders(data: RunData) -> list[tuple[str, str]]:
+    """Folders of the machine that builds the site, longest first, and what replaces them:
+    the run folder, the plan's folder, the fire-exp checkout and the working folder (their
+    contents named relative to them) and the home folder (``~``)."""
+    plan = data.result.metadata.get("plan_path")
+    folders = {data.run_dir, data.run_dir.resolve(), PACKAGE_DIR.parent, Path.cwd(),
+               *([Path(str(plan)).parent] if plan else [])}
+    pairs = [(str(f) + "/", "") for f in folders if len(f.parts) > 1]
+    pairs += [(str(f), f.name) for f in folders if len(f.parts) > 1]
+    pairs += [(str(Path.home()) + "/", "~/")] if len(Path.home().parts) > 1 else []
+    return sorted(pairs, key=lambda p: -len(p[0]))
+
+
+def without_machine_paths(value: Any, data: RunData) -> Any:
+    """``value`` (text, or lists and dicts of it) without the paths of the machine that
+    builds the site (``_machine_folders``)."""
+    if isinstance(value, dict):
+        return {k: without_machine_paths(v, data) for k, v in value.items()}
+    if isinstance(value, list):
+        return [without_machine_paths(v, data) for v in value]
+    if isinstance(value, str) and "/" in value:
+        for folder, replacement in _machine_folders(data):
+            value = value.replace(folder, replacement)
+    return value

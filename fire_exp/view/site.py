@@ -2,34 +2,45 @@
 
 Layout of ``OUT/``::
 
-    index.html, view.js, view.css     the page and its code (copied from fire_exp/view/assets)
+    .fire-exp-view                    the marker: this folder holds an explorer site
+    index.html, *.js, view.css        the page and its code (copied from fire_exp/view/assets)
     data/index.js                     the overview, the grid and one short row per attempt
     data/a/<i // 500>/<i>.js          one attempt's page data, loaded when it is opened
+    data/s/<i // 500>.js              the searchable text of 500 attempts, loaded on a search
     figures/*.png                     the report's figures, drawn from the same analysis
 
 Data files are scripts (``FIRE_INDEX = {...}``, ``FIRE_ATTEMPT(i, {...})``) loaded with
-``<script src>``: browsers refuse ``fetch()`` of local files, but not scripts.
+``<script src>``: browsers refuse ``fetch()`` of local files, but not scripts. Integers a
+browser cannot hold exactly (beyond 2^53) and every seed and id are strings in them.
+
+The site writes only what it owns: into a new or empty folder, or over an earlier site
+(which the marker names); anything else is refused before a byte is written.
 """
 
 from __future__ import annotations
 
+import csv
 import json
 import shutil
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from fire_exp.analysis import arms_in_order
+from fire_exp.analysis import arms_in_order, parse_contrast
 from fire_exp.view.attempt import attempt_detail, is_near_miss
-from fire_exp.view.collect import Redact, RunData, format_cell, table_data
+from fire_exp.view.collect import Redact, RunData, format_cell, table_data, without_machine_paths
 from fire_exp.view.figures import draw_figures
+from fire_exp.view.out_folder import ASSETS, MARKER, check_out, clear_site
 
-__all__ = ["SHARD", "Site", "attempt_script", "write_site"]
+__all__ = ["SHARD", "Site", "attempt_script", "build_index", "write_site"]
 
-ASSETS = Path(__file__).with_name("assets")
 SHARD = 500  # attempt files per folder, so no folder holds tens of thousands of files
+SEARCH_OUTPUT_KEPT = 2000  # characters of one command's output the search reads
+SEARCH_OUTPUTS_KEPT = 20_000  # and of all one attempt's outputs together
 COLUMNS = ["task", "arm", "replicate", "cohort", "passed", "reward", "cause", "fired",
-           "state", "behavior", "near_miss", "families", "valid", "replaced", "id"]
+           "state", "behavior", "near_miss", "families", "valid", "replaced", "id",
+           "tokens", "cost", "duration"]
+_EXACT = 2**53 - 1  # the largest integer a browser's number holds exactly
 
 
 @dataclass(frozen=True)
@@ -43,9 +54,21 @@ class Site:
     plan_used: str = ""  # which plan analysed the run, and where it came from
 
 
+def exact(value: Any, key: str = "") -> Any:
+    """``value`` with every seed and id, and every integer past 2^53, as a string."""
+    if isinstance(value, dict):
+        return {k: exact(v, str(k)) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [exact(v) for v in value]
+    if isinstance(value, int) and not isinstance(value, bool) and (
+            abs(value) > _EXACT or key == "seed" or key.endswith(("_seed", "_id"))):
+        return str(value)
+    return value
+
+
 def _js(value: Any) -> str:
     # "<" escaped so no text can close a script element, even if one inlines the file.
-    return json.dumps(value, ensure_ascii=False, separators=(",", ":"),
+    return json.dumps(exact(value), ensure_ascii=False, separators=(",", ":"),
                       allow_nan=False).replace("<", "\\u003c")
 
 
@@ -82,7 +105,7 @@ def _grid(data: RunData, tasks: dict[str, int], arms: dict[str, int]) -> list[li
 
 
 def _record_rows(data: RunData, lk: dict[str, dict[str, int]]) -> list[list[Any]]:
-    rows = []
+    rows: list[list[Any]] = []
     for r in data.records:
         default_id = f"{r.task}/{r.arm}/r{r.replicate}"
         rows.append([lk["tasks"][r.task], lk["arms"][r.arm], r.replicate,
@@ -91,19 +114,41 @@ def _record_rows(data: RunData, lk: dict[str, dict[str, int]]) -> list[list[Any]
                      _tri(r.funnel.state), _tri(r.funnel.behavior), _tri(is_near_miss(r)),
                      [lk["families"][f] for f in r.families], int(r.valid),
                      int(r.lineage.replaced_by is not None),
-                     None if r.attempt_id == default_id else r.attempt_id])
+                     None if r.attempt_id == default_id else r.attempt_id,
+                     r.usage.input_tokens + r.usage.output_tokens, r.usage.cost_usd,
+                     r.timings.total_s])
     return rows
 
 
 def _frame_rows(data: RunData, lk: dict[str, dict[str, int]]) -> list[list[Any]]:
-    """Rows of a CSV attempts file: no record, no logs, only what the table holds."""
+    """Rows of a CSV attempts file: no record, no logs, only what the file holds (a column
+    the file lacks is unknown, not 0)."""
     rows: list[list[Any]] = []
+    given = _csv_columns(data)
     for a in data.inputs.loaded.attempts.to_dict("records"):
         rows.append([lk["tasks"][a["task"]], lk["arms"][a["arm"]], int(a["replicate"]),
                      lk["cohorts"][a["cohort"]], int(a["passed"]), float(a["reward"]),
                      lk["causes"][a["cause"]] if a["cause"] else None, None, None, None,
-                     None, [], 1, 0, None])
+                     None, [], 1, 0, None, None,
+                     float(a["cost_usd"]) if "cost_usd" in given else None,
+                     float(a["agent_seconds"]) if "agent_seconds" in given else None])
     return rows
+
+
+def _csv_columns(data: RunData) -> set[str]:
+    """The columns a CSV attempts file names (its loaded frame fills the others in)."""
+    with open(data.source, encoding="utf-8-sig", newline="") as f:
+        return {c.strip() for c in next(csv.reader(f), [])}
+
+
+def _contrasts(data: RunData, arms: list[str]) -> list[dict[str, str]]:
+    """The plan's contrasts (primary first) whose arms the run has, for the grid's
+    differences."""
+    roles = ["primary"] + ["secondary"] * (len(data.result.plan.contrasts) - 1)
+    pairs = [(c, *parse_contrast(c), role)
+             for c, role in zip(data.result.plan.contrasts, roles, strict=True)]
+    return [{"name": c, "a": a, "b": b, "role": role} for c, a, b, role in pairs
+            if a in arms and b in arms]
 
 
 def build_index(data: RunData, figures: list[Path], out: Path) -> dict[str, Any]:
@@ -121,20 +166,21 @@ def build_index(data: RunData, figures: list[Path], out: Path) -> dict[str, Any]
     lk = {k: _lookup(v) for k, v in names.items()}
     res = data.result
     plan_meta = res.metadata
-    return {
+    index: dict[str, Any] = without_machine_paths({
         "title": f"{recs[0].panel} / {recs[0].run}" if recs else data.source.stem,
-        "source": str(data.source), "prereg": _prereg_summary(data),
+        "source": f"{data.run_dir.name}/{data.source.name}", "prereg": _prereg_summary(data),
         "plan": {k: format_meta(plan_meta.get(k)) for k in
-                 ("plan", "plan_hash", "seed", "plan_path", "plan_used")},
+                 ("plan", "plan_hash", "seed", "plan_used")},
         "metadata": json.loads(json.dumps(dict(plan_meta), default=str)),
-        "notes": list(res.notes),
+        "notes": list(res.notes), "contrasts": _contrasts(data, names["arms"]),
         "tables": [table_data(n, f) for n, f in res.tables().items() if not f.empty],
         "figures": [{"name": p.stem, "src": p.relative_to(out).as_posix()} for p in figures],
         **names, "taskCohort": [lk["cohorts"][cohort_of[t]] for t in tasks],
         "grid": _grid(data, lk["tasks"], lk["arms"]), "columns": COLUMNS,
         "hasLogs": bool(recs), "shard": SHARD,
         "attempts": _record_rows(data, lk) if recs else _frame_rows(data, lk),
-    }
+    }, data)
+    return index
 
 
 def format_meta(value: object) -> object:
@@ -142,27 +188,63 @@ def format_meta(value: object) -> object:
     return value if isinstance(value, str | int | float | bool) or value is None else str(value)
 
 
+def _search_text(detail: dict[str, Any]) -> list[str]:
+    """What a text search reads of one attempt: its commands, outputs and messages."""
+    commands, outputs, messages = [], [], []
+    for item in detail.get("timeline", []):
+        if item["kind"] in ("command", "edit"):
+            commands.append(item["command"])
+            outputs.append(item["output"][:SEARCH_OUTPUT_KEPT])
+        elif item["kind"] == "message":
+            messages += [item["text"], *item["calls"], *item["commands"]]
+    return ["\n".join(commands), "\n".join(outputs)[:SEARCH_OUTPUTS_KEPT], "\n".join(messages)]
+
+
+def _csv_details(data: RunData) -> list[dict[str, Any]]:
+    given = _csv_columns(data) | {"cohort", "passed", "reward"}
+    rows = data.inputs.loaded.attempts.to_dict("records")
+    return [{k: format_cell(v) if k in given else None for k, v in r.items()} for r in rows]
+
+
 def _write_attempts(data: RunData, out: Path, redact: Redact) -> int:
+    """One data file per attempt, and the search shards; returns the number of attempts."""
     if not data.records:
-        rows = data.inputs.loaded.attempts.to_dict("records")
-        details = ({k: format_cell(v) for k, v in r.items()} for r in rows)
+        details: Any = iter(_csv_details(data))
     else:
         task_dirs = {t: data.task_dir(t) for t in {r.task for r in data.records}}
         details = (attempt_detail(r, data.run_dir, task_dirs[r.task], redact)
                    for r in data.records)
-    n = 0
+    n, shard = 0, []
+    (out / "data" / "s").mkdir(parents=True)
     for n, detail in enumerate(details, start=1):
         path = out / attempt_script(n - 1)
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(f"FIRE_ATTEMPT({n - 1},{_js(detail)});\n", encoding="utf-8")
+        shard.append(_search_text(detail))
+        if len(shard) == SHARD:
+            _write_search(out, (n - 1) // SHARD, shard)
+            shard = []
+    if shard:
+        _write_search(out, (n - 1) // SHARD, shard)
     return n
 
 
+def _write_search(out: Path, k: int, rows: list[list[str]]) -> None:
+    (out / "data" / "s" / f"{k}.js").write_text(f"FIRE_SEARCH({k},{_js(rows)});\n",
+                                               encoding="utf-8")
+
+
 def write_site(data: RunData, out: Path, redact: Redact = str) -> Site:
-    """Write the explorer of ``data`` into ``out`` (replacing a previous one there)."""
+    """Write the explorer of ``data`` into ``out`` (replacing an earlier site there).
+
+    Raises:
+        InputError: ``out`` holds anything but an earlier site (``check_out``).
+    """
+    check_out(out)
     out.mkdir(parents=True, exist_ok=True)
-    if (out / "data").is_dir():
-        shutil.rmtree(out / "data")
+    clear_site(out)
+    (out / MARKER).write_text("fire-exp view: this folder is a run explorer site; "
+                              "`fire-exp view --out` may replace it\n", encoding="utf-8")
     for asset in ASSETS.iterdir():
         shutil.copyfile(asset, out / asset.name)
     figures = draw_figures(data.result, out / "figures")

@@ -58,10 +58,12 @@ def served(site: Path) -> Iterator[str]:
 def test_every_page_loads_without_console_errors(browser, site, served, origin):
     base = (site / "index.html").as_uri() if origin == "file" else f"{served}/index.html"
     browser.get_log("browser")  # drop what earlier tests left
-    for route, ready in [("", "#table-contrasts"), ("#grid", "#grid a.cell"),
+    for route, ready in [("", "#headline"), ("#grid", "#grid a.cell"),
+                         ("#grid?contrast=real%20-%20sham&sort=diff", "#grid td.diff"),
                          ("#attempts", "#attempt-list tbody tr"),
+                         ("#attempts?q=evidence&sort=cost", "#attempt-list tbody tr"),
                          ("#attempt/0", "ol.timeline li.step"),
-                         ("#compare?task=recover-wal-orders", ".side ol.timeline")]:
+                         ("#compare?task=recover-wal-orders", "#aligned .item")]:
         _open(browser, base + route, ready)
         assert _errors(browser) == [], route
         # Parts of a page are elements; a bare text child would be a rendering slip ("null").

@@ -1,6 +1,7 @@
 // fire-exp view: renders FIRE_INDEX (data/index.js) and, when opened, one attempt's
-// FIRE_ATTEMPT file. Every text from the run goes into the page as a text node
-// (textContent, createTextNode); no run data is ever parsed as HTML.
+// FIRE_ATTEMPT file; a text search loads the FIRE_SEARCH shards once. Every text from the
+// run goes into the page as a text node (textContent, createTextNode); no run data is ever
+// parsed as HTML. Seeds and ids arrive as strings, so no digit is lost.
 "use strict";
 (function () {
   const D = window.FIRE_INDEX;
@@ -29,7 +30,13 @@
   // replaceChildren would print null as "null": drop absent parts first.
   const show = (...kids) => main.replaceChildren(...kids.filter((k) => k !== null && k !== undefined));
   const fmt = (v) => (v === null || v === undefined || v === "" ? "–" : String(v));
-  const yesno = (v) => (v === null || v === undefined ? "–" : v ? "yes" : "no");
+  const unknown = (v) => (v === null || v === undefined ? "unknown" : String(v));
+  const yesno = (v) => (v === null || v === undefined ? "unknown" : v ? "yes" : "no");
+  const pct = (v) => (typeof v === "number" ? v.toFixed(1) : fmt(v));
+  const signed = (v) => (v > 0 ? "+" : "") + v.toFixed(1);
+  const isPercent = (column) => /_(pct|pp)$/.test(column);
+  // p-values as the report prints them: three decimals (smaller ones in powers of ten).
+  const pval = (p) => (typeof p !== "number" ? fmt(p) : p > 0 && p < 0.001 ? p.toExponential(1) : p.toFixed(3));
   const pre = (text, cls) => el("pre", { class: cls || "" }, text === null ? "" : text);
   const folded = (summary, body, open) => el("details", { open: open || null },
     el("summary", {}, summary), body);
@@ -44,10 +51,17 @@
     return d;
   }
   function table(columns, rows, cls) {
+    const percent = columns.map(isPercent);
     const head = el("tr", {}, columns.map((c) => el("th", {}, c)));
-    const body = rows.map((r) => el("tr", {}, r.map((v) => el("td",
-      { class: typeof v === "number" ? "num" : "" }, v instanceof Node ? v : fmt(v)))));
+    const body = rows.map((r) => el("tr", {}, r.map((v, j) => el("td",
+      { class: typeof v === "number" ? "num" : "" }, v instanceof Node ? v : percent[j] ? pct(v) : fmt(v)))));
     return el("table", { class: cls || "data" }, el("thead", {}, head), el("tbody", {}, body));
+  }
+  function analysisTable(name) {
+    const t = D.tables.find((x) => x.name === name);
+    if (!t) return null;
+    const col = Object.fromEntries(t.columns.map((c, i) => [c, i]));
+    return { rows: t.rows, get: (row, c) => (col[c] === undefined ? null : row[col[c]]) };
   }
 
   // ---- attempts ---------------------------------------------------------------------------
@@ -78,16 +92,77 @@
     return el("span", { class: "badge " + (passed ? "pass" : "fail") }, passed ? "passed" : "failed");
   }
 
-  // ---- overview ---------------------------------------------------------------------------
+  // ---- search: commands, outputs and messages of every attempt, loaded on the first query ----
+  const texts = []; // per attempt: [commands, outputs, messages], lower-cased
+  let searchLoad = null;
+  window.FIRE_SEARCH = function (k, rows) {
+    rows.forEach((r, j) => { texts[k * D.shard + j] = r.map((t) => t.toLowerCase()); });
+  };
+  function loadSearch() {
+    if (!searchLoad) {
+      const shards = Math.ceil(A.length / D.shard);
+      searchLoad = Promise.all([...Array(shards).keys()].map((k) => new Promise((resolve, reject) => {
+        const s = el("script", { src: `data/s/${k}.js` });
+        s.onload = resolve;
+        s.onerror = () => reject(new Error("missing " + s.src));
+        document.head.append(s);
+      })));
+    }
+    return searchLoad;
+  }
+  const SCOPES = { everywhere: [0, 1, 2], commands: [0], outputs: [1], messages: [2] };
+  function searcher(query, scope) {
+    const terms = query.toLowerCase().split(/\s+/).filter(Boolean);
+    const parts = SCOPES[scope] || SCOPES.everywhere;
+    return (i) => {
+      const t = texts[i];
+      return !!t && terms.every((term) => parts.some((p) => t[p].includes(term)));
+    };
+  }
+  function snippet(i, query, scope) {
+    const term = query.toLowerCase().split(/\s+/).filter(Boolean)[0];
+    for (const p of SCOPES[scope] || SCOPES.everywhere) {
+      const at = texts[i][p].indexOf(term);
+      if (at >= 0) return "…" + texts[i][p].slice(Math.max(0, at - 30), at + 60).replace(/\s+/g, " ") + "…";
+    }
+    return "";
+  }
+
+  // ---- overview: the preregistered contrasts first ------------------------------------------
+  function contrastLink(name, cohort, label) {
+    return el("a", { href: hashLink("grid", { contrast: name, cohort, sort: "diff" }), class: "to-tasks" }, label);
+  }
+  function headline() {
+    const t = analysisTable("contrasts");
+    const primary = t && t.rows.find((r) => t.get(r, "role") === "primary");
+    if (!primary) {
+      return el("section", { class: "headline", id: "headline" }, el("h2", {}, "Primary contrast"),
+        el("p", { class: "warn" }, "The analysis computed no primary contrast (see its notes)."));
+    }
+    const cohort = t.get(primary, "cohort");
+    const name = t.get(primary, "contrast");
+    const ci = (r) => `[${pct(t.get(r, "ci_low_pp"))}, ${pct(t.get(r, "ci_high_pp"))}]`;
+    const est = t.get(primary, "estimate_pp");
+    const secondaries = t.rows.filter((r) => t.get(r, "role") === "secondary" && t.get(r, "cohort") === cohort);
+    return el("section", { class: "headline", id: "headline" },
+      el("h2", {}, "Primary contrast (preregistered)"),
+      el("p", { class: "big" }, el("b", {}, name), ` on ${cohort}: `,
+        el("b", { class: "estimate" }, typeof est === "number" ? signed(est) + " points" : "unknown"),
+        `, 95 % CI ${ci(primary)}, p = ${pval(t.get(primary, "p_value"))} (${fmt(t.get(primary, "p_method"))}), `,
+        `${fmt(t.get(primary, "n_tasks"))} tasks · `, contrastLink(name, cohort, "the tasks behind it")),
+      secondaries.length ? table(["secondary contrast", `Δ points (${cohort})`, "95 % CI", "p", "Holm p", "tasks", ""],
+        secondaries.map((r) => [t.get(r, "contrast"), typeof t.get(r, "estimate_pp") === "number" ? signed(t.get(r, "estimate_pp")) : "unknown",
+          ci(r), pval(t.get(r, "p_value")), pval(t.get(r, "p_holm")), t.get(r, "n_tasks"),
+          contrastLink(t.get(r, "contrast"), cohort, "tasks")])) : null);
+  }
   function passRateTable() {
-    const t = D.tables.find((x) => x.name === "pass_rates");
+    const t = analysisTable("pass_rates");
     if (!t) return null;
-    const col = Object.fromEntries(t.columns.map((c, i) => [c, i]));
-    const cohorts = [...new Set(t.rows.map((r) => r[col.cohort]))];
-    const rows = D.arms.filter((a) => t.rows.some((r) => r[col.arm] === a)).map((arm) =>
+    const cohorts = [...new Set(t.rows.map((r) => t.get(r, "cohort")))];
+    const rows = D.arms.filter((a) => t.rows.some((r) => t.get(r, "arm") === a)).map((arm) =>
       [arm, ...cohorts.map((c) => {
-        const r = t.rows.find((x) => x[col.arm] === arm && x[col.cohort] === c);
-        return r ? `${fmt(r[col.pass_rate_pct])} [${fmt(r[col.ci_low_pct])}, ${fmt(r[col.ci_high_pct])}]` : "–";
+        const r = t.rows.find((x) => t.get(x, "arm") === arm && t.get(x, "cohort") === c);
+        return r ? `${pct(t.get(r, "pass_rate_pct"))} [${pct(t.get(r, "ci_low_pct"))}, ${pct(t.get(r, "ci_high_pct"))}]` : "–";
       })]);
     return el("section", {}, el("h2", {}, "Pass rate (%) per arm and cohort, 95 % CI"),
       table(["arm", ...cohorts], rows));
@@ -118,8 +193,8 @@
       D.tables.map((t) => el("details", { class: "table", open: open.has(t.name) || null,
         id: "table-" + t.name }, el("summary", {}, `${t.name} (${t.rows.length} rows)`),
         el("div", { class: "scroll" }, table(t.columns, t.rows)))));
-    show(el("h1", {}, D.title), el("p", { class: "muted" }, D.source),
-      el("div", { class: "cols" }, prereg, analysis), passRateTable(), figures, tables);
+    show(el("h1", {}, D.title), el("p", { class: "muted" }, D.source), headline(), passRateTable(),
+      el("div", { class: "cols" }, prereg, analysis), figures, tables);
   }
 
   // ---- task x arm grid ----------------------------------------------------------------------
@@ -128,9 +203,18 @@
     const [a, b, t] = rate < 0.5 ? [CIVIDIS[0], CIVIDIS[1], rate * 2] : [CIVIDIS[1], CIVIDIS[2], rate * 2 - 1];
     return `rgb(${a.map((x, k) => Math.round(x + (b[k] - x) * t)).join(",")})`;
   }
-  function gridRow(t, cells) {
+  // The paired difference of one task: pass rate under a minus under b, in points (null: an
+  // arm has no scored attempt on it, so the task is not in the contrast).
+  function taskDiff(cells, t, contrast) {
+    const [ia, ib] = [D.arms.indexOf(contrast.a), D.arms.indexOf(contrast.b)];
+    if (ia < 0 || ib < 0) return null;
+    const ca = cells.get(t * D.arms.length + ia);
+    const cb = cells.get(t * D.arms.length + ib);
+    return ca && cb && ca[1] && cb[1] ? 100 * (ca[0] / ca[1] - cb[0] / cb[1]) : null;
+  }
+  function gridRow(t, cells, diff) {
     const task = D.tasks[t];
-    return el("tr", {}, el("th", { class: "task", title: task }, el("a", { href: hashLink("compare", { task }) }, task)),
+    return el("tr", { "data-task-row": task }, el("th", { class: "task", title: task }, el("a", { href: hashLink("compare", { task }) }, task)),
       D.arms.map((arm, a) => {
         const c = cells.get(t * D.arms.length + a);
         if (!c) return el("td", { class: "cell empty" }, "–");
@@ -139,25 +223,70 @@
         link.style.background = shade(c[0] / c[1]);
         link.style.color = c[0] / c[1] > 0.6 ? "#000" : "#fff";
         return el("td", { "data-task": task, "data-arm": arm }, link);
-      }));
+      }),
+      diff === undefined ? null : el("td", { class: "diff num" + (diff > 0 ? " up" : diff < 0 ? " down" : ""),
+        "data-diff": diff === null ? "" : diff }, diff === null ? "–" : signed(diff)));
   }
-  function renderGrid() {
+  function renderGrid(params) {
     const cells = new Map(D.grid.map(([t, a, s, n]) => [t * D.arms.length + a, [s, n]]));
-    const order = []; // cohort header rows (as strings) and task indices, in display order
-    D.cohorts.forEach((cohort, ci) => {
-      const tasks = D.tasks.map((_, t) => t).filter((t) => D.taskCohort[t] === ci);
-      if (tasks.length) order.push(`${cohort} (${tasks.length} tasks)`, ...tasks);
-    });
+    const contrast = D.contrasts.find((c) => c.name === params.get("contrast")) || null;
+    const cohortNames = [...D.cohorts, "all"];
+    const cohort = params.get("cohort") || "";
+    const sort = params.get("sort") || "";
+    const warn = [];
+    if (params.get("contrast") && !contrast) warn.push(`contrast "${params.get("contrast")}" is not in the plan`);
+    if (cohort && !cohortNames.includes(cohort)) warn.push(`cohort "${cohort}" is not in this run`);
+    const inCohort = (t) => !cohort || cohort === "all" || D.cohorts[D.taskCohort[t]] === cohort;
+    const diffs = contrast ? D.tasks.map((_, t) => taskDiff(cells, t, contrast)) : null;
+    const set = (k, v) => { const n = new URLSearchParams(params); if (v) n.set(k, v); else n.delete(k); location.hash = "grid?" + n; };
+    const tasks = D.tasks.map((_, t) => t).filter(inCohort);
+    const order = []; // cohort header rows (strings) and task indices, in display order
+    if (contrast && (sort === "diff" || sort === "diff-up")) {
+      const sign = sort === "diff" ? -1 : 1;
+      const key = (t) => (diffs[t] === null ? Infinity : sign * diffs[t]);
+      order.push(...tasks.slice().sort((x, y) => key(x) - key(y) || D.tasks[x].localeCompare(D.tasks[y])));
+    } else {
+      D.cohorts.forEach((name, ci) => {
+        const mine = tasks.filter((t) => D.taskCohort[t] === ci);
+        if (mine.length) order.push(`${name} (${mine.length} tasks)`, ...mine);
+      });
+    }
+    const width = D.arms.length + 1 + (contrast ? 1 : 0);
     const body = el("tbody", {}, order.map((x) => typeof x === "string"
-      ? el("tr", { class: "cohort" }, el("th", { colspan: D.arms.length + 1 }, x)) : gridRow(x, cells)));
+      ? el("tr", { class: "cohort" }, el("th", { colspan: width }, x)) : gridRow(x, cells, contrast ? diffs[x] : undefined)));
+    // Per-arm totals over the tasks shown: passed / scored attempts, and the pass rate.
+    const totals = D.arms.map((_, a) => tasks.reduce((acc, t) => {
+      const c = cells.get(t * D.arms.length + a);
+      return c ? [acc[0] + c[0], acc[1] + c[1]] : acc;
+    }, [0, 0]));
+    const shown = contrast ? tasks.filter((t) => diffs[t] !== null) : [];
+    const mean = shown.length ? shown.reduce((s, t) => s + diffs[t], 0) / shown.length : null;
+    const diffHead = contrast ? el("th", { class: "diff" }, el("a", { href: "#", id: "sort-diff",
+      onclick: (e) => { e.preventDefault(); set("sort", sort === "diff" ? "diff-up" : "diff"); } },
+    `Δ ${contrast.name} ${sort === "diff" ? "▼" : sort === "diff-up" ? "▲" : "⇅"}`)) : null;
+    const head = el("thead", {},
+      el("tr", {}, el("th", {}, "task"), D.arms.map((a) => el("th", {}, a)), diffHead),
+      el("tr", { class: "totals", id: "totals" }, el("th", {}, `all ${tasks.length} tasks shown`),
+        totals.map(([s, n], a) => el("th", { "data-arm": D.arms[a], title: `${s} of ${n} scored attempts passed` },
+          n ? `${s}/${n} · ${(100 * s / n).toFixed(1)} %` : "–")),
+        contrast ? el("th", { class: "num", id: "mean-diff", title: `mean over ${shown.length} tasks` },
+          mean === null ? "–" : `mean ${signed(mean)}`) : null));
+    const pick = (k, values, current, label) => el("label", {}, label + " ", el("select", { name: k, onchange: (e) => set(k, e.target.value) },
+      values.map(([v, text]) => el("option", { value: v, selected: v === current || null }, text))));
+    const controls = el("form", { class: "filters", onsubmit: (e) => e.preventDefault() },
+      pick("contrast", [["", "none"], ...D.contrasts.map((c) => [c.name, `${c.name} (${c.role})`])], contrast ? contrast.name : "", "paired difference"),
+      pick("cohort", [["", "every cohort"], ...cohortNames.map((c) => [c, c])], cohort, "cohort"),
+      contrast ? pick("sort", [["", "by cohort"], ["diff", "largest Δ first"], ["diff-up", "smallest Δ first"]], sort, "order") : null);
     show(el("h1", {}, "Tasks × arms"),
       el("p", { class: "muted" }, "Passed / scored attempts of each task under each arm " +
-        "(the report's heatmap). A cell lists its attempts; a task name opens the side-by-side view."),
-      el("table", { class: "grid", id: "grid" }, el("thead", {}, el("tr", {}, el("th", {}, "task"),
-        D.arms.map((a) => el("th", {}, a)))), body));
+        "(the report's heatmap); the second row sums the tasks shown. A paired difference is a task's pass rate " +
+        "under the first arm minus under the second, in points; its mean over a cohort's tasks is the contrast's estimate. " +
+        "A cell lists its attempts; a task name opens the side-by-side view."),
+      warn.length ? el("p", { class: "warn" }, warn.join("; ")) : null, controls,
+      el("table", { class: "grid", id: "grid" }, head, body));
   }
 
-  // ---- attempt list with filters ---------------------------------------------------------
+  // ---- attempt list: filters, text search, sortable columns ------------------------------------
   const FILTERS = [
     ["arm", D.arms, (r, v) => D.arms[r[C.arm]] === v],
     ["cohort", D.cohorts, (r, v) => D.cohorts[r[C.cohort]] === v],
@@ -167,163 +296,96 @@
     ["fired", ["yes", "no"], (r, v) => r[C.fired] !== null && (r[C.fired] === 1) === (v === "yes")],
     ["near_miss", ["yes", "no"], (r, v) => r[C.near_miss] !== null && (r[C.near_miss] === 1) === (v === "yes")],
   ];
+  const SORTABLE = { reward: C.reward, tokens: C.tokens, cost: C.cost, duration: C.duration };
+  const HEADERS = [["attempt"], ["task"], ["arm"], ["cohort"], ["outcome"], ["reward", "reward"],
+    ["tokens", "tokens"], ["cost USD", "cost"], ["seconds", "duration"], ["cause"], ["fired"], ["risky state"],
+    ["behavior"], ["near-miss"], ["families"], ["flags"]];
   function renderAttempts(params) {
     const task = params.get("task") || "";
+    const query = (params.get("q") || "").trim();
+    const scope = params.get("in") || "everywhere";
+    if (query && !searchLoad) {
+      show(el("h1", {}, "Attempts"), el("p", {}, "Loading the search index…"));
+      return loadSearch().then(() => render(), (e) => show(el("p", { class: "warn" }, String(e.message))));
+    }
     const shown = Number(params.get("show") || PAGE);
     const active = FILTERS.filter(([name]) => params.get(name));
+    const unknownValues = active.filter(([name, values]) => !values.includes(params.get(name)))
+      .map(([name, values]) => `${name} "${params.get(name)}" is not in this run (known: ${values.join(", ") || "none"})`);
+    if (task && !D.tasks.includes(task)) unknownValues.push(`task "${task}" is not in this run`);
+    const matches = query ? searcher(query, scope) : null;
     const match = A.map((r, i) => i).filter((i) => (!task || D.tasks[A[i][C.task]] === task) &&
-      active.every(([name, , test]) => test(A[i], params.get(name))));
+      active.every(([name, , test]) => test(A[i], params.get(name))) && (!matches || matches(i)));
+    const sortKey = params.get("sort");
+    if (sortKey in SORTABLE) {
+      const col = SORTABLE[sortKey], dir = params.get("dir") === "asc" ? 1 : -1;
+      // Unknown values sort last either way.
+      match.sort((x, y) => {
+        const a = A[x][col], b = A[y][col];
+        if (a === null || b === null) return (a === null) - (b === null);
+        return dir * (a - b) || x - y;
+      });
+    }
     const change = (name, value) => {
       const next = new URLSearchParams(params);
       if (value) next.set(name, value); else next.delete(name);
       next.delete("show");
       location.hash = "attempts" + (next.toString() ? "?" + next : "");
     };
-    const controls = el("form", { class: "filters", id: "filters", onsubmit: (e) => e.preventDefault() },
-      FILTERS.filter(([, values]) => values.length).map(([name, values]) => el("label", {}, name.replace("_", "-") + " ",
-        el("select", { name, onchange: (e) => change(name, e.target.value) },
-          el("option", { value: "" }, "any"),
-          values.map((v) => el("option", { value: v, selected: params.get(name) === v || null }, v))))),
-      task ? el("span", { class: "chip" }, "task " + task + " ",
-        el("button", { type: "button", onclick: () => change("task", "") }, "×")) : null);
+    const sortBy = (key) => {
+      const next = new URLSearchParams(params);
+      const dir = sortKey === key && params.get("dir") !== "asc" ? "asc" : "desc";
+      next.set("sort", key); next.set("dir", dir); next.delete("show");
+      location.hash = "attempts?" + next;
+    };
+    const controls = el("form", { class: "filters", id: "filters", onsubmit: (e) => {
+      e.preventDefault();
+      const next = new URLSearchParams(params);
+      const q = e.target.elements.q.value.trim();
+      if (q) next.set("q", q); else next.delete("q");
+      next.set("in", e.target.elements.in.value); next.delete("show");
+      location.hash = "attempts?" + next;
+    } },
+    el("label", {}, "search ", el("input", { type: "search", name: "q", id: "search", value: query,
+      placeholder: "sqlite3 evidence/ (every word)", size: 28 })),
+    el("select", { name: "in" }, Object.keys(SCOPES).map((s) => el("option", { value: s, selected: s === scope || null }, s === "everywhere" ? "in commands, outputs, messages" : "in " + s))),
+    el("button", { type: "submit" }, "search"),
+    FILTERS.filter(([, values]) => values.length).map(([name, values]) => el("label", {}, name.replace("_", "-") + " ",
+      el("select", { name, onchange: (e) => change(name, e.target.value) },
+        el("option", { value: "" }, "any"),
+        params.get(name) && !values.includes(params.get(name))
+          ? el("option", { value: params.get(name), selected: true }, `${params.get(name)} (not in this run)`) : null,
+        values.map((v) => el("option", { value: v, selected: params.get(name) === v || null }, v))))),
+    task ? el("span", { class: "chip" }, "task " + task + " ",
+      el("button", { type: "button", onclick: () => change("task", "") }, "×")) : null);
     const rows = match.slice(0, shown).map((i) => {
       const r = A[i];
       const flags = [r[C.valid] ? null : "invalid", r[C.replaced] ? "replaced" : null].filter(Boolean);
-      return el("tr", { "data-index": i }, el("td", {}, el("a", { href: "#attempt/" + i }, idOf(i))),
+      return el("tr", { "data-index": i }, el("td", {}, el("a", { href: "#attempt/" + i }, idOf(i)),
+        query ? el("div", { class: "snippet" }, snippet(i, query, scope)) : null),
         el("td", {}, D.tasks[r[C.task]]), el("td", {}, D.arms[r[C.arm]]), el("td", {}, D.cohorts[r[C.cohort]]),
-        el("td", {}, outcome(r)), el("td", { class: "num" }, fmt(r[C.reward])),
-        el("td", {}, r[C.cause] === null ? "–" : D.causes[r[C.cause]]), el("td", {}, yesno(r[C.fired])),
+        el("td", {}, outcome(r)), el("td", { class: "num" }, unknown(r[C.reward])),
+        el("td", { class: "num" }, unknown(r[C.tokens])), el("td", { class: "num" }, unknown(r[C.cost])),
+        el("td", { class: "num" }, unknown(r[C.duration])),
+        el("td", {}, r[C.cause] === null ? "none" : D.causes[r[C.cause]]), el("td", {}, yesno(r[C.fired])),
         el("td", {}, yesno(r[C.state])), el("td", {}, yesno(r[C.behavior])), el("td", {}, yesno(r[C.near_miss])),
         el("td", {}, r[C.families].map((f) => D.families[f]).join(", ") || "–"), el("td", {}, flags.join(", ") || "–"));
     });
     const more = match.length > shown ? el("button", { type: "button", id: "more",
       onclick: () => { const n = new URLSearchParams(params); n.set("show", shown + PAGE); location.hash = "attempts?" + n; } },
     `show ${Math.min(PAGE, match.length - shown)} more`) : null;
+    const header = HEADERS.map(([label, key]) => el("th", { "data-sort": key || null }, key
+      ? el("a", { href: "#", onclick: (e) => { e.preventDefault(); sortBy(key); } },
+        label + (sortKey === key ? (params.get("dir") === "asc" ? " ▲" : " ▼") : " ⇅")) : label));
     show(el("h1", {}, "Attempts"), controls,
-      el("p", { id: "count" }, `${match.length} of ${A.length} attempts`),
-      el("table", { class: "data", id: "attempt-list" }, el("thead", {}, el("tr", {},
-        ["attempt", "task", "arm", "cohort", "outcome", "reward", "cause", "fired", "risky state",
-          "behavior", "near-miss", "families", "flags"].map((h) => el("th", {}, h)))), el("tbody", {}, rows)), more);
+      unknownValues.length ? el("p", { class: "warn", id: "unknown-filter" }, unknownValues.join("; ")) : null,
+      el("p", { id: "count" }, `${match.length} of ${A.length} attempts` + (query ? ` (search: ${query}, ${scope})` : "")),
+      el("table", { class: "data", id: "attempt-list" }, el("thead", {}, el("tr", {}, header)), el("tbody", {}, rows)), more);
   }
 
-  // ---- one attempt ----------------------------------------------------------------------------
-  function eventBox(ev) {
-    const what = ev.decision === "deny" ? "denied the command" : ev.decision === "instruct" ? "instruction" : ev.decision;
-    return el("div", { class: "event " + (ev.decision || ""), "data-event": ev.event },
-      el("div", { class: "event-head" }, el("b", {}, `${fmt(ev.event)} · ${fmt(ev.family)} / ${fmt(ev.rule)}`),
-        ` — ${fmt(what)}`), pre(ev.text, "event-text"));
-  }
-  function stepItem(s) {
-    const events = s.events.map(eventBox);
-    if (s.kind === "start") return el("li", { class: "step start", "data-step": 0 }, el("div", { class: "step-head" }, "session start"), events);
-    if (s.kind !== "command") {
-      return el("li", { class: "step stop", "data-step": s.step }, el("div", { class: "step-head" },
-        `${s.kind === "stop" ? "agent stops" : s.kind} (after command ${s.step})`), events);
-    }
-    const status = s.denied ? el("span", { class: "badge fail" }, "denied") :
-      el("span", { class: "badge " + (s.exit_code === 0 ? "ok" : "warnb") }, `exit ${fmt(s.exit_code)}`);
-    return el("li", { class: "step command", "data-step": s.step },
-      el("div", { class: "step-head" }, `step ${s.step} `, status), pre(s.command, "cmd"),
-      events, folded(`output (${s.output.length} characters)`, pre(s.output, "output")));
-  }
-  function familyTable(d) {
-    const extra = [...new Set(d.family_funnel.flatMap((f) => Object.keys(f)))].filter((k) =>
-      !["family", "state", "fired", "behavior", "passed"].includes(k));
-    const errors = d.coding_errors || {};
-    const note = Object.keys(errors).length ? ["extractor error"] : [];
-    const rows = d.family_funnel.map((f) => [f.family, yesno(f.state), yesno(f.fired), yesno(f.behavior), yesno(f.passed),
-      ...extra.map((k) => fmt(typeof f[k] === "object" && f[k] !== null ? JSON.stringify(f[k]) : f[k])),
-      ...note.map(() => fmt(errors[f.family]))]);
-    rows.push(["whole attempt", yesno(d.funnel.state), yesno(d.funnel.fired), yesno(d.funnel.behavior), yesno(d.funnel.passed),
-      ...extra.map(() => ""), ...note.map(() => "")]);
-    return table(["family", "risky state", "fired", "behavior", "passed", ...extra, ...note], rows);
-  }
-  function lineageLink(id) {
-    if (!id) return "–";
-    return byId.has(id) ? el("a", { href: "#attempt/" + byId.get(id) }, id) : id;
-  }
-  function attemptView(i, d, compact) {
-    const row = A[i];
-    const head = el("div", { class: "attempt-head" }, outcome(row), ` reward ${fmt(d.reward)}`,
-      d.cause ? el("span", { class: "badge warnb" }, d.cause) : null,
-      d.valid === false ? el("span", { class: "badge fail" }, "invalid") : null,
-      d.near_miss ? el("span", { class: "badge warnb" }, "near-miss") : null);
-    if (!D.hasLogs) return el("div", { class: "attempt" }, head, dl(Object.entries(d)));
-    const parts = [head];
-    if (!compact) parts.push(el("section", {}, el("h2", {}, "Instruction"),
-      d.instruction === null ? el("p", { class: "muted" }, "task folder not found; instruction not shown") : folded("instruction.md", pre(d.instruction, "instruction"), true)));
-    parts.push(el("section", {}, el("h2", {}, "Funnel coding per family"), familyTable(d)));
-    parts.push(el("section", {}, el("h2", {}, `Timeline (${d.steps.length ? d.steps.length - 1 : 0} steps)`),
-      d.log_problems.length ? el("ul", { class: "warn" }, d.log_problems.map((p) => el("li", {}, p))) : null,
-      el("ol", { class: "timeline" }, d.steps.map(stepItem)),
-      d.unplaced.length ? el("div", {}, el("h3", {}, "Events not placed on a step"), d.unplaced.map(eventBox)) : null));
-    const v = d.verifier || {};
-    parts.push(el("section", {}, el("h2", {}, "Verifier"), dl([["reward", d.reward], ["reward.txt", v["reward.txt"]]]),
-      folded("test output", pre(v["test-stdout.txt"], "output"), !compact), folded("result.json", pre(v["result.json"], "output"))));
-    if (!compact) {
-      const t = d.timings, u = d.usage, l = d.lineage;
-      parts.push(el("div", { class: "cols" },
-        el("section", {}, el("h2", {}, "Timings, tokens, cost"), dl([["environment s", t.environment_s], ["agent s", t.agent_s],
-          ["verifier s", t.verifier_s], ["total s", t.total_s], ["input tokens", u.input_tokens], ["output tokens", u.output_tokens],
-          ["cost USD", u.cost_usd], ["model", u.model], ["route", u.route]])),
-        el("section", {}, el("h2", {}, "Lineage and validity"), dl([["replaces", lineageLink(l.replaces)],
-          ["replaced by", lineageLink(l.replaced_by)], ["lineage cause", l.cause], ["valid", yesno(d.valid)],
-          ["invalid reason", d.invalid_reason], ["cause", d.cause], ["error", d.error], ["gave up", yesno(d.gave_up)]])),
-        el("section", {}, el("h2", {}, "Attempt"), dl([["agent", d.agent], ["tier", d.tier], ["environment", d.environment],
-          ["seed", d.seed], ["arm order", d.order], ["policy events", d.events], ["decisions", d.decisions],
-          ["started", d.started_at], ["finished", d.finished_at], ["config hash", d.config_hash], ["log folder", d.log_dir]]))));
-      parts.push(folded("setup.log", pre(d.setup_log, "output")), folded(`log files (${(d.log_files || []).length})`,
-        el("ul", {}, (d.log_files || []).map((f) => el("li", {}, f)))));
-    }
-    return el("div", { class: "attempt" + (compact ? " compact" : "") }, parts);
-  }
-  function siblings(i) {
-    const t = A[i][C.task];
-    return el("p", { class: "siblings" }, "Same task: ", A.map((r, j) => j).filter((j) => A[j][C.task] === t)
-      .sort((x, y) => A[x][C.arm] - A[y][C.arm] || A[x][C.replicate] - A[y][C.replicate] || x - y).map((j) => el("a", { href: "#attempt/" + j, class: j === i ? "current" : "" }, `${D.arms[A[j][C.arm]]} r${A[j][C.replicate]}`)));
-  }
-  function renderAttempt(i) {
-    if (!(i >= 0 && i < A.length)) { show(el("p", { class: "warn" }, "No such attempt.")); return; }
-    const mine = token, row = A[i], task = D.tasks[row[C.task]], arm = D.arms[row[C.arm]];
-    const title = el("h1", {}, idOf(i));
-    const sub = el("p", { class: "muted" }, `${task} · ${arm} · ${D.cohorts[row[C.cohort]]} · replicate ${row[C.replicate]} · `,
-      el("a", { href: hashLink("compare", { task, a: arm }) }, "side by side"));
-    show(title, sub, siblings(i), el("p", {}, "Loading attempt…"));
-    return loadAttempt(i).then((d) => { if (mine === token) show(title, sub, siblings(i), attemptView(i, d, false)); },
-      (e) => { if (mine === token) show(title, el("p", { class: "warn" }, String(e.message))); });
-  }
-
-  // ---- side by side ---------------------------------------------------------------------------
-  function renderCompare(params) {
-    const task = params.get("task") || D.tasks[0];
-    const a = params.get("a") || D.arms[0];
-    const b = params.get("b") || D.arms.find((x) => x !== a && x === "sham") || D.arms.find((x) => x !== a) || a;
-    const set = (k, v) => { const n = new URLSearchParams(params); n.set("task", task); n.set("a", a); n.set("b", b);
-      if (k !== "ia" && k !== "ib") { n.delete("ia"); n.delete("ib"); }
-      n.set(k, v); location.hash = "compare?" + n; };
-    const pick = (k, values, current) => el("label", {}, k + " ", el("select", { name: k, onchange: (e) => set(k, e.target.value) },
-      values.map((v) => el("option", { value: v, selected: v === current || null }, v))));
-    const mine = token;
-    const loads = [];
-    const column = (arm, key) => {
-      const idx = A.map((r, j) => j).filter((j) => D.tasks[A[j][C.task]] === task && D.arms[A[j][C.arm]] === arm);
-      const wanted = Number(params.get(key));
-      const chosen = idx.includes(wanted) ? wanted : (idx.length ? idx[0] : -1);
-      const box = el("div", { class: "side" }, el("h2", {}, arm), el("p", {}, idx.map((j) =>
-        el("a", { href: "#", class: j === chosen ? "current" : "", onclick: (e) => { e.preventDefault(); set(key, j); } },
-          `r${A[j][C.replicate]}${A[j][C.passed] ? " ✓" : " ✗"} `)), " · ", el("a", { href: "#attempt/" + chosen }, "open this attempt")));
-      if (chosen < 0) { box.append(el("p", { class: "muted" }, "no attempt of this arm on this task")); return box; }
-      const slot = el("div", {}, "Loading…");
-      box.append(slot);
-      loads.push(loadAttempt(chosen).then((d) => { if (mine === token) slot.replaceChildren(attemptView(chosen, d, true)); },
-        (e) => { if (mine === token) slot.replaceChildren(el("p", { class: "warn" }, String(e.message))); }));
-      return box;
-    };
-    show(el("h1", {}, "Side by side"),
-      el("form", { class: "filters", onsubmit: (e) => e.preventDefault() }, pick("task", D.tasks, task), pick("a", D.arms, a), pick("b", D.arms, b)),
-      el("div", { class: "compare" }, column(a, "ia"), column(b, "ib")));
-    return Promise.all(loads);
-  }
+  const { renderAttempt, renderCompare } = window.FIRE_ATTEMPT_PAGES({ D, A, C, el, show, fmt,
+    unknown, yesno, pre, folded, hashLink, dl, table, idOf, byId, loadAttempt, outcome,
+    current: () => token });
 
   // ---- routing ------------------------------------------------------------------------------------
   function render() {
@@ -335,7 +397,7 @@
     const params = new URLSearchParams(q < 0 ? "" : raw.slice(q + 1));
     const [route, arg] = path.split("/");
     document.querySelectorAll("nav a").forEach((a) => a.classList.toggle("active", a.dataset.route === route));
-    const pages = { grid: renderGrid, attempts: () => renderAttempts(params),
+    const pages = { grid: () => renderGrid(params), attempts: () => renderAttempts(params),
       attempt: () => renderAttempt(Number(arg)), compare: () => renderCompare(params) };
     const done = (pages[route] || renderOverview)();
     window.scrollTo(0, 0);
