@@ -10,13 +10,15 @@ graph: it imports only the errors.
 
 from __future__ import annotations
 
+import difflib
 import json
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
 from fire_exp.errors import InputError
 
-__all__ = ["decoded", "load_json", "parse_json", "read_text"]
+__all__ = ["decoded", "load_json", "parse_json", "read_text", "unknown_key_message"]
 
 _UTF8_FIX = "save the file as UTF-8 text"
 
@@ -72,3 +74,13 @@ def parse_json(text: str | bytes, path: Path | str, where: str = "<json>",
 def load_json(path: Path | str, where: str = "<json>", fix: str = "fix the file") -> Any:
     """Read and parse a JSON file (see :func:`read_text` and :func:`parse_json`)."""
     return parse_json(read_text(path), path, where, fix)
+
+
+def unknown_key_message(key: str, known: Iterable[str]) -> str:
+    """What to say of a key a schema does not know: the closest known key, if any.
+
+    >>> unknown_key_message("rewrd", ["reward", "passed"])
+    "unknown field 'rewrd'; did you mean 'reward'?"
+    """
+    close = difflib.get_close_matches(key, sorted(known), n=1, cutoff=0.6)
+    return f"unknown field {key!r}" + (f"; did you mean {close[0]!r}?" if close else "")

@@ -23,7 +23,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from fire_exp.errors import InputError
-from fire_exp.files import parse_json
+from fire_exp.files import parse_json, unknown_key_message
 
 SCHEMA_VERSION = 1
 
@@ -243,9 +243,29 @@ def _parse_line(path: Path, lineno: int, text: str) -> AttemptRecord | StartedRe
     try:
         return model.model_validate(raw)
     except ValidationError as exc:
-        err = exc.errors()[0]
+        errors = exc.errors()
+        # a misspelt field is both missing and unknown: name the typo and the field meant
+        err = next((e for e in errors if e["type"] == "extra_forbidden"
+                    and "did you mean" in _unknown(model, e["loc"])), errors[0])
         field = ".".join(str(p) for p in err["loc"]) or "<record>"
-        raise RecordsFileError(path, lineno, field, err["msg"]) from exc
+        message = _unknown(model, err["loc"]) if err["type"] == "extra_forbidden" \
+            else err["msg"]
+        raise RecordsFileError(path, lineno, field, message) from exc
+
+
+def _unknown(model: type[BaseModel], loc: tuple[int | str, ...]) -> str:
+    return unknown_key_message(str(loc[-1]), _fields_at(model, loc))
+
+
+def _fields_at(model: type[BaseModel], loc: tuple[int | str, ...]) -> list[str]:
+    """The field names of the (nested) model an error location points into."""
+    for part in loc[:-1]:
+        field = model.model_fields.get(str(part))
+        inner = getattr(field, "annotation", None) if field is not None else None
+        if not (isinstance(inner, type) and issubclass(inner, BaseModel)):
+            return []
+        model = inner
+    return list(model.model_fields)
 
 
 def iter_lines(path: Path) -> Iterator[tuple[int, str, bool]]:

@@ -180,3 +180,43 @@ def test_a_simulation_script_that_is_not_utf8_is_one_line(tmp_path: Path) -> Non
                    f"prereg={tmp_path / 'p.json'}")
     assert proc.returncode == 2 and "Traceback" not in proc.stderr
     assert f"{script}: <yaml>: not UTF-8 text" in proc.stderr
+
+
+@pytest.mark.parametrize(("old", "new", "field", "meant"), [
+    ('"reward":', '"rewrd":', "rewrd", "reward"),
+    ('"agent_s":', '"agnt_s":', "timings.agnt_s", "agent_s"),
+    ('"cohort":', '"Cohort":', "Cohort", "cohort"),
+])
+def test_a_misspelt_record_field_gets_a_did_you_mean(
+        run: Path, capsys: pytest.CaptureFixture[str], old: str, new: str, field: str,
+        meant: str) -> None:
+    path = run / "attempts.jsonl"
+    lines = path.read_text().splitlines(keepends=True)
+    lines[2] = lines[2].replace(old, new, 1)
+    path.write_text("".join(lines))
+    err = _analyze(capsys, str(run))
+    assert f"line 3, field '{field}'" in err and f"did you mean '{meant}'?" in err
+
+
+@pytest.mark.parametrize(("edit", "field", "meant"), [
+    (lambda p: p.update(primry=p.pop("primary")), "primry", "primary"),
+    (lambda p: p.update(secondry=p.pop("secondary")), "secondry", "secondary"),
+    (lambda p: p["bootstrap"].update(n_resampels=p["bootstrap"].pop("n_resamples")),
+     "bootstrap.n_resampels", "n_resamples"),
+    (lambda p: p["interaction"].update(cohort=p["interaction"].pop("cohorts")),
+     "interaction.cohort", "cohorts"),
+])
+def test_a_misspelt_plan_key_gets_a_did_you_mean(tmp_path: Path, edit, field: str,  # type: ignore[no-untyped-def]
+                                                 meant: str) -> None:
+    import yaml
+
+    from fire_exp.analysis.plan import load_plan
+    from fire_exp.paths import ANALYSIS_DIR
+
+    raw = yaml.safe_load((ANALYSIS_DIR / "default.yaml").read_text())
+    edit(raw)
+    path = tmp_path / "plan.yaml"
+    path.write_text(yaml.safe_dump(raw))
+    with pytest.raises(InputError) as err:
+        load_plan(path)
+    assert err.value.field == field and f"did you mean '{meant}'?" in err.value.problem

@@ -21,7 +21,7 @@ import yaml
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from fire_exp.errors import InputError
-from fire_exp.files import read_text
+from fire_exp.files import read_text, unknown_key_message
 from fire_exp.policies.ablation import is_ablation_arm
 
 __all__ = ["PANEL_COHORTS", "AnalysisPlan", "Contrast", "check_plan_for_panel",
@@ -250,13 +250,32 @@ def load_plan(path: Path | str) -> AnalysisPlan:
     try:
         return AnalysisPlan.model_validate(raw)
     except ValidationError as exc:
-        err = exc.errors()[0]
+        errors = exc.errors()
+        # a misspelt key is both missing and unknown: name the typo and the key meant
+        err = next((e for e in errors if e["type"] == "extra_forbidden" and "did you mean"
+                    in unknown_key_message(str(e["loc"][-1]), _keys_at(e["loc"]))), errors[0])
         field = ".".join(str(p) for p in err["loc"]) or "<plan>"
         message = err["msg"].removeprefix("Value error, ")
+        if err["type"] == "extra_forbidden":  # a typo of a key: name the key meant
+            message = unknown_key_message(str(err["loc"][-1]), _keys_at(err["loc"]))
         named = re.match(r"([a-z_]+(?:\.[a-z_0-9]+)*): (.*)", message, re.S)
         if field == "<plan>" and named:  # a whole-plan check names its own field
             field, message = named.groups()
         raise InputError(path, field, message, "see analysis/default.yaml") from exc
+
+
+def _keys_at(loc: tuple[int | str, ...]) -> list[str]:
+    """The keys of the plan section an error location points into."""
+    model: type[BaseModel] = AnalysisPlan
+    for part in loc[:-1]:
+        field = model.model_fields.get(str(part))
+        inner = getattr(field, "annotation", None) if field is not None else None
+        inner = next((a for a in getattr(inner, "__args__", ()) if isinstance(a, type)
+                      and issubclass(a, BaseModel)), inner)
+        if not (isinstance(inner, type) and issubclass(inner, BaseModel)):
+            return []
+        model = inner
+    return list(model.model_fields)
 
 
 def check_plan_for_panel(plan: AnalysisPlan, path: Path | str, panel_arms: Iterable[str],
