@@ -220,3 +220,10 @@ def test_a_misspelt_plan_key_gets_a_did_you_mean(tmp_path: Path, edit, field: st
     with pytest.raises(InputError) as err:
         load_plan(path)
     assert err.value.field == field and f"did you mean '{meant}'?" in err.value.problem
+
+
+def test_a_known_column_twice_is_refused(tmp_path: Path,
+                                         capsys: pytest.CaptureFixture[str]) -> None:
+    path = tmp_path / "a.csv"
+    path.write_text("task,arm,replicate,reward,task\nt,real,0,1,u\n")
+    assert "column 'task' appears twice" in _analyze(capsys, str(path), "--plan", "default")

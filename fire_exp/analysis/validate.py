@@ -139,7 +139,12 @@ def check_columns(path: Path, header: Sequence[str], known: Iterable[str]) -> No
         InputError: naming the column and the known one it resembles.
     """
     names = sorted(set(known))
-    for column in header:
+    for i, column in enumerate(header):
+        # twice: as read, or as pandas renames the second one (task, task.1)
+        base = column.rsplit(".", 1)[0] if column.rsplit(".", 1)[-1].isdigit() else None
+        if column in names and column in header[:i] or base in names and base in header[:i]:
+            raise InputError(path, "line 1 (header)", f"column {base or column!r} appears "
+                             "twice", "keep one column of each name")
         if column in names:
             continue
         close = difflib.get_close_matches(column.strip().lower(), names, n=1, cutoff=0.8)
