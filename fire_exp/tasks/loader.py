@@ -163,6 +163,9 @@ def parse_task_toml(path: Path) -> dict[str, Any]:
     agent_t, ver_t, env_t = (_table(data, k, path) for k in ("agent", "verifier", "environment"))
     task_t = _table(data, "task", path)
     gpus = _get(env_t, "gpus", int, "environment", path, 0)
+    if not 0 <= gpus <= 64:
+        raise InputError(path, "environment.gpus", f"{gpus} is outside 0..64",
+                         "give the number of GPUs the task needs")
     return {
         "schema_version": str(version),
         "toml_name": _get(task_t, "name", str, "task", path, None),

@@ -92,6 +92,8 @@ def test_older_memory_and_storage_strings(word_count: Path) -> None:
     ("memory_mb = 1024", 'memory = "99999999T"', "environment.memory"),
     ("build_timeout_sec = 300.0", "build_timeout_sec = -inf", "environment.build_timeout_sec"),
     ("gpus = 0", "gpus = " + "9" * 5000, "<toml>"),
+    ("gpus = 0", "gpus = -1", "environment.gpus"),
+    ("gpus = 0", "gpus = 100000", "environment.gpus"),
     ('name = "fire-exp-tests/word-count"', 'name = "fire-exp-tests/.."', "task.name"),
     ('name = "fire-exp-tests/word-count"', 'name = "fire-exp-tests/"', "task.name"),
 ])
