@@ -220,4 +220,30 @@ def verify_manifest(panel: Panel, path: Path) -> dict[str, Any]:
                 f"{path}: {where} changed since freezing ({key}): frozen sha256 "
                 f"{old['sha256'][:16]}…, now {new['sha256'][:16]}…. Restore it, or re-freeze "
                 "the panel (a new preregistration) before running")
+    check_schedule_list(panel, manifest, path)
     return manifest
+
+
+def check_schedule_list(panel: Panel, manifest: dict[str, Any], path: Path) -> None:
+    """Refuse a manifest whose written-out schedule is not the schedule it hashes.
+
+    The hashes say the panel is unchanged; the analysis checks every record against the
+    ``schedule`` list, so a list edited by hand would refuse the run's records only after
+    its last attempt. Checked here, before the first.
+
+    Raises:
+        PreregistrationError: naming the manifest and the first entry that differs.
+    """
+    frozen = manifest.get("schedule")
+    current = [asdict(s) for s in panel.schedule]
+    if frozen == current:
+        return
+    if not isinstance(frozen, list):
+        where = "schedule"
+    else:
+        index = next((i for i, (a, b) in enumerate(zip(frozen, current, strict=False))
+                      if a != b), min(len(frozen), len(current)))
+        where = f"schedule[{index}]"
+    raise PreregistrationError(
+        f"{path}: {where} differs from the schedule the manifest hashes (edited by hand?); "
+        "restore the manifest, or re-freeze the panel before running")

@@ -225,3 +225,17 @@ def test_freeze_never_replaces_a_file_it_did_not_write(tmp_path: Path, name: str
     proc = fire_exp("freeze", "panel=demo", f"prereg={target}", "--force")
     assert proc.returncode == 2 and says in proc.stderr
     assert target.read_text() == content and not list(tmp_path.glob("*.bak"))
+
+
+def test_a_schedule_list_edited_by_hand_is_refused_before_the_first_attempt(
+        tmp_path: Path) -> None:
+    import json
+
+    manifest = tmp_path / "demo.prereg.json"
+    assert _freeze_demo(tmp_path).returncode == 0
+    frozen = json.loads(manifest.read_text())
+    frozen["schedule"][5]["task"] = "ghost-task"
+    manifest.write_text(json.dumps(frozen))
+    proc = fire_exp("run", "panel=demo", f"prereg={manifest}", f"results_dir={tmp_path / 'r'}")
+    assert proc.returncode == 2 and "schedule[5] differs from the schedule" in proc.stderr
+    assert not (tmp_path / "r" / "demo").exists() or not list((tmp_path / "r").rglob("*.jsonl"))
