@@ -38,8 +38,11 @@ def decoded(data: bytes, path: Path | str, *, line_offset: int = 0) -> str:
         bom = 3 if data.startswith(b"\xef\xbb\xbf") else 0
         start = exc.start + bom if exc.object is not data else exc.start
         line = data[:start].count(b"\n") + 1 + line_offset
+        utf16 = data[:2] in (b"\xff\xfe", b"\xfe\xff")  # a spreadsheet's "Unicode text"
         raise InputError(path, f"line {line}", f"is not UTF-8 text (byte "
-                         f"0x{data[start]:02x} at offset {start})", _UTF8_FIX) from None
+                         f"0x{data[start]:02x} at offset {start}"
+                         + ("; it looks like UTF-16" if utf16 else "") + ")",
+                         _UTF8_FIX) from None
 
 
 def read_text(path: Path | str) -> str:

@@ -29,6 +29,11 @@ def test_bytes_that_are_not_utf8_name_their_line(data: bytes, line: int) -> None
     assert err.value.field == f"line {line}" and "not UTF-8" in err.value.problem
 
 
+def test_utf16_is_named_as_such() -> None:
+    with pytest.raises(InputError, match="looks like UTF-16"):
+        decoded("task,arm\n".encode("utf-16"), "a.csv")
+
+
 @pytest.mark.parametrize(("text", "says"), [
     (DEEP, "nested too deeply"), (f'{{"a": {HUGE}}}', "more than 4,300 digits"),
     ('{"a": [1,}', "not valid JSON")])
