@@ -231,8 +231,7 @@ def _parse_line(path: Path, lineno: int, text: str) -> AttemptRecord | StartedRe
     try:
         raw = parse_json(text, path)
     except InputError as exc:
-        raise RecordsFileError(path, lineno, "<json>", f"{exc.problem}; fix or delete "
-                               "this line") from None
+        raise RecordsFileError(path, lineno, "<json>", exc.problem) from None
     if not isinstance(raw, dict):
         raise RecordsFileError(path, lineno, "<json>", "expected a JSON object per line")
     version = raw.get("schema_version")

@@ -232,3 +232,16 @@ def test_a_known_column_twice_is_refused(tmp_path: Path,
     path = tmp_path / "a.csv"
     path.write_text("task,arm,replicate,reward,task\nt,real,0,1,u\n")
     assert "column 'task' appears twice" in _analyze(capsys, str(path), "--plan", "default")
+
+
+@pytest.mark.parametrize(("name", "content", "says"), [
+    ("a.csv", "task;arm;replicate;reward\nt;real;0;1\n", "looks ';'-separated"),
+    ("a.csv", "task\tarm\treplicate\treward\nt\treal\t0\t1\n", "looks '\\t'-separated"),
+    ("a.tsv", "task\tarm\treplicate\treward\nt\treal\t0\t1\n", "only when its name ends in .csv"),
+])
+def test_a_table_in_another_shape_says_what_to_do(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], name: str, content: str,
+        says: str) -> None:
+    path = tmp_path / name
+    path.write_text(content)
+    assert says in _analyze(capsys, str(path), "--plan", "default")

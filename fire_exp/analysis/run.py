@@ -23,7 +23,7 @@ from fire_exp.analysis.plan import AnalysisPlan, load_plan
 from fire_exp.errors import InputError
 from fire_exp.manifest import read_prereg
 from fire_exp.paths import ANALYSIS_DIR
-from fire_exp.records import ReadResult, read_records
+from fire_exp.records import ReadResult, RecordsFileError, read_records
 
 __all__ = ["PlanChoice", "RunInputs", "attempts_path", "choose_plan", "read_prereg",
            "read_run", "resolve_plan"]
@@ -81,10 +81,22 @@ def read_run(run: Path | str, *, merge_runs: bool = False,
     if path.suffix.lower() == ".csv":
         loaded = load_attempts(path, plan, merge_runs=merge_runs)
     else:
-        records = read_records(path)
+        records = _read_jsonl(path)
         loaded = loaded_from_records(records, path)
     return RunInputs(loaded, records, read_prereg(path.parent / "prereg.json"), path,
                      run.name if run.is_dir() else run.stem)
+
+
+def _read_jsonl(path: Path) -> ReadResult:
+    """The records of a JSONL file; a first line that is no JSON asks whether it is a CSV."""
+    try:
+        return read_records(path)
+    except RecordsFileError as exc:
+        if exc.line == 1 and exc.field == "<json>" and path.suffix.lower() != ".jsonl":
+            raise RecordsFileError(path, 1, "<json>", exc.problem,
+                                   "a table of attempts is read as CSV only when its name "
+                                   "ends in .csv, comma-separated") from None
+        raise
 
 
 def resolve_plan(text: str | Path) -> Path:

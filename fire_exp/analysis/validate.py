@@ -139,6 +139,10 @@ def check_columns(path: Path, header: Sequence[str], known: Iterable[str]) -> No
         InputError: naming the column and the known one it resembles.
     """
     names = sorted(set(known))
+    if len(header) == 1 and any(sep in header[0] for sep in ";\t|"):
+        sep = next(s for s in ";\t|" if s in header[0])
+        raise InputError(path, "line 1 (header)", f"one column {header[0]!r}: the file looks "
+                         f"{sep!r}-separated", "save it comma-separated")
     for i, column in enumerate(header):
         # twice: as read, or as pandas renames the second one (task, task.1)
         base = column.rsplit(".", 1)[0] if column.rsplit(".", 1)[-1].isdigit() else None
