@@ -245,8 +245,8 @@ def panel_from_dict(data: dict[str, Any], *, allow_large: bool = False) -> Panel
         ablation=_flag(data, "ablation", where))
 
 
-def _flag(data: dict[str, Any], key: str, where: str) -> bool:
-    value = data.get(key, False)
+def _flag(data: dict[str, Any], key: str, where: str, default: bool = False) -> bool:
+    value = data.get(key, default)
     if not isinstance(value, bool):
         raise InputError(f"configs/{where}", key, f"expected true or false, got {value!r}")
     return value
@@ -274,8 +274,17 @@ def run_config_from_dict(data: dict[str, Any],
         environment=_component(data["environment"], "environment", large),
         executor=_component(data["executor"], "executor", large), seed=seed,
         run=run, results_dir=str(data.get("results_dir", "results")),
-        prereg=data.get("prereg"), analyze=bool(data.get("analyze", True)), resume=resume,
+        prereg=_optional_text(data, "prereg"),
+        analyze=_flag(data, "analyze", "config.yaml", default=True),
+        resume=resume,
         choices=dict(choices or {}))
+
+
+def _optional_text(data: dict[str, Any], key: str) -> str | None:
+    value = data.get(key)
+    if value is not None and not isinstance(value, str):
+        raise InputError("configs/config.yaml", key, f"expected a path, got {value!r}")
+    return value or None
 
 
 def _run_name(data: dict[str, Any]) -> tuple[str, str | None]:

@@ -49,6 +49,8 @@ def one_line_error(proc: subprocess.CompletedProcess[str]) -> str:
      "configs/agent.install: timeout_s: -5 is below 0"),
     ("agent=claude-code agent.install.timeout_s=1e9",
      "configs/agent.install: timeout_s: 1,000,000,000.0 is above the ceiling 86,400"),
+    ("analyze=maybe", "configs/config.yaml: analyze: expected true or false, got 'maybe'"),
+    ("allow_large=yes", "allow_large: expected true or false, got 'yes'"),
     # listed twice
     ("panel.eligible=[serve-status-page,serve-status-page]",
      "eligible: task 'serve-status-page' is listed twice"),
