@@ -146,3 +146,14 @@ def test_allow_large_lifts_the_ceilings_but_not_finiteness() -> None:
     infinite["agent"] = {"name": "simulated", "think_s": float("inf")}
     with pytest.raises(InputError, match="not a finite number"):
         run_config_from_dict(infinite)
+
+
+@pytest.mark.parametrize(("override", "meant"), [
+    ("panel.atempts=3", "panel.attempts"), ("agent.thnk_s=1", "agent.think_s"),
+    ("sead=3", "seed"), ("panel.eligble=[serve-status-page]", "panel.eligible")])
+def test_a_misspelt_override_key_gets_a_did_you_mean(tmp_path: Path, override: str,
+                                                     meant: str) -> None:
+    results = tmp_path / "results"
+    proc = fire_exp("run", "panel=demo", override, f"results_dir={results}")
+    assert f"did you mean {meant}=...?" in one_line_error(proc)
+    assert not results.exists()
