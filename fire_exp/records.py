@@ -66,6 +66,8 @@ UNFAIR_CAUSES = NO_VERIFIER_CAUSES | {Cause.CANCELLED}
 REPLACEABLE_CAUSES = NO_VERIFIER_CAUSES
 # Failures outside the agent's control (the analysis's sensitivity rows leave them out).
 INFRASTRUCTURE_CAUSES = frozenset(Cause) - AGENT_CAUSES
+# Timeouts, the agent's or the verifier's (the suite table counts them apart from crashes).
+TIMEOUT_CAUSES = frozenset({Cause.AGENT_TIMEOUT, Cause.VERIFIER_TIMEOUT})
 
 
 class _Model(BaseModel):

@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from fire_exp.analysis.load import LoadedAttempts
+from fire_exp.analysis.frame import LoadedAttempts
 from fire_exp.analysis.plan import AnalysisPlan
 from fire_exp.policies.ablation import ablated_family, is_ablation_arm
 from fire_exp.stats import (

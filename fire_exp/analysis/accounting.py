@@ -15,7 +15,7 @@ from typing import Any
 
 import pandas as pd
 
-from fire_exp.analysis.load import LoadedAttempts
+from fire_exp.analysis.frame import LoadedAttempts
 from fire_exp.records import ReadResult
 
 __all__ = ["RunStatus", "accounting_frame", "prereg_frame", "run_status", "tier_label"]

@@ -1,4 +1,5 @@
-"""Read attempts (fire-exp JSONL or a plain CSV) into one tidy frame, one row per attempt.
+"""Read attempts (fire-exp JSONL here, a plain CSV in ``load_csv``) into the tidy frame of
+``analysis/frame.py``, one row per attempt.
 
 Replacement chains (JSONL): per (task, arm, replicate), in file order, keep the first *fair*
 record; if none is fair keep the last one, scored as a failure. Records with
@@ -12,55 +13,26 @@ Merged runs keep their replacement chains apart and number their replicates in t
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from pathlib import Path
 
-import numpy as np
 import pandas as pd
 
+from fire_exp.analysis.frame import (
+    ATTEMPT_COLUMNS,
+    FAMILY_COLUMNS,
+    KEY,
+    LoadedAttempts,
+    normalize_frame,
+)
+from fire_exp.analysis.load_csv import load_csv
 from fire_exp.analysis.plan import AnalysisPlan
-from fire_exp.analysis.validate import Entry, check_entries
+from fire_exp.analysis.validate import Entry, check_entries, frame_is_clean
 from fire_exp.errors import InputError
 from fire_exp.records import AttemptRecord, ReadResult, read_records
 
+# The frame's names (analysis/frame.py) are named here too: the loaders' public face.
 __all__ = ["ATTEMPT_COLUMNS", "LoadedAttempts", "check_records", "load_attempts",
            "loaded_from_records", "normalize_frame", "validate_attempts"]
-
-KEY = ["task", "arm", "replicate"]
-ATTEMPT_COLUMNS = [*KEY, "cohort", "reward", "passed", "cost_usd", "agent_seconds",
-                   "infrastructure_failure", "gave_up", "cause", "no_fair_attempt",
-                   "funnel_state", "funnel_fired", "funnel_behavior", "funnel_passed"]
-FAMILY_COLUMNS = [*KEY, "cohort", "family", "state", "fired", "behavior", "passed"]
-
-
-@dataclass(frozen=True)
-class LoadedAttempts:
-    """The scored attempts plus what was left out and why.
-
-    Attributes:
-        attempts: one row per (task, arm, replicate), columns ``ATTEMPT_COLUMNS``.
-        families: one row per (attempt, eligible family) of the family funnel.
-        source: where the attempts came from.
-        n_records: finished records (or CSV rows) read.
-        n_invalid: records with ``valid=False``, excluded from scoring.
-        n_superseded: records dropped by the replacement rule.
-        torn_tail: the file's last line was torn by a crash and ignored.
-        superseded: the records the replacement rule dropped (task, arm, replicate,
-            cause), kept so error rates per arm count every failed attempt.
-        coding_errors: scored attempts with a family whose extractor raised (that family
-            is uncoded there; the record names the error).
-    """
-
-    attempts: pd.DataFrame
-    families: pd.DataFrame
-    source: str
-    n_records: int
-    n_invalid: int
-    n_superseded: int
-    torn_tail: bool = False
-    superseded: pd.DataFrame = field(
-        default_factory=lambda: pd.DataFrame(columns=[*KEY, "cause"]))
-    coding_errors: int = 0
 
 
 def _tri(value: bool | None) -> float:
@@ -143,9 +115,6 @@ def validate_attempts(path: Path | str, plan: AnalysisPlan, *, merge_runs: bool 
     """
     path = Path(path)
     if path.suffix.lower() == ".csv":
-        from fire_exp.analysis.load_csv import load_csv
-        from fire_exp.analysis.validate import frame_is_clean
-
         # The run-per-file rule was applied at load; the plan's rules remain.
         if loaded is not None and frame_is_clean(loaded.attempts, plan=plan, merge_runs=True):
             return
@@ -185,36 +154,6 @@ def loaded_from_records(read: ReadResult, path: Path | str) -> LoadedAttempts:
         coding_errors=sum(1 for r, _ in chosen if r.coding_errors))
 
 
-def normalize_frame(frame: pd.DataFrame) -> pd.DataFrame:
-    """Bring a user frame (CSV columns) to ``ATTEMPT_COLUMNS``, filling optional ones.
-
-    ``passed`` defaults to ``reward >= 1``; ``reward`` defaults to ``passed``.
-    """
-    f = frame.copy()
-    if "reward" not in f and "passed" not in f:
-        raise ValueError("the attempts need a reward or a passed column")
-    if "passed" not in f:
-        f["passed"] = f["reward"].astype(float) >= 1.0
-    if "reward" not in f:
-        f["reward"] = f["passed"].astype(float)
-    if "valid" in f:
-        f = f[f["valid"].astype(bool)]
-    defaults = {"cohort": "all", "cost_usd": 0.0, "agent_seconds": 0.0,
-                "infrastructure_failure": False, "gave_up": False, "cause": "",
-                "no_fair_attempt": False, "funnel_state": np.nan, "funnel_fired": 0.0,
-                "funnel_behavior": np.nan}
-    for col, default in defaults.items():
-        if col not in f:
-            f[col] = default
-    f["passed"] = f["passed"].astype(bool)
-    f["funnel_passed"] = f["passed"].astype(float)
-    f["replicate"] = f["replicate"].astype(int)
-    for col in ("task", "arm", "cohort"):  # names: grouped by their codes from here on
-        if not isinstance(f[col].dtype, pd.CategoricalDtype):
-            f[col] = pd.Categorical(f[col].astype(str))
-    return f[ATTEMPT_COLUMNS].reset_index(drop=True)
-
-
 def load_attempts(path: Path | str, plan: AnalysisPlan | None = None, *,
                   merge_runs: bool = False) -> LoadedAttempts:
     """Load a JSONL attempts file, a CSV, or a run folder holding ``attempts.jsonl``.
@@ -235,7 +174,5 @@ def load_attempts(path: Path | str, plan: AnalysisPlan | None = None, *,
         raise InputError(path, "<file>", "no such attempts file",
                          "pass a run folder with attempts.jsonl, a .jsonl or a .csv file")
     if path.suffix.lower() == ".csv":
-        from fire_exp.analysis.load_csv import load_csv
-
         return load_csv(path, plan, merge_runs)
     return _load_jsonl(path, plan, merge_runs)

@@ -16,7 +16,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from fire_exp.analysis.load import FAMILY_COLUMNS, LoadedAttempts, normalize_frame
+from fire_exp.analysis.frame import FAMILY_COLUMNS, LoadedAttempts, normalize_frame
 from fire_exp.analysis.plan import AnalysisPlan
 from fire_exp.analysis.validate import Entry, check_columns, check_entries, frame_is_clean
 from fire_exp.errors import InputError

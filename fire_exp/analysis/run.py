@@ -99,8 +99,10 @@ def _read_jsonl(path: Path) -> ReadResult:
         raise
 
 
-def resolve_plan(text: str | Path) -> Path:
-    """A plan file: a path as given, else a plan of the analysis folder by file or name.
+def resolve_plan(text: str | Path, *, field: str = "--plan") -> Path:
+    """A plan file: a path as given, else a plan of the analysis folder by file or name
+    (``default.yaml`` or ``default``). The one lookup of a plan, for ``--plan`` and for a
+    panel's ``panel.analysis`` (``field`` names the option in the error).
 
     Raises:
         InputError: no such plan; the message lists the known ones.
@@ -112,7 +114,7 @@ def resolve_plan(text: str | Path) -> Path:
         if candidate.is_file():
             return candidate
     known = sorted(p.stem for p in ANALYSIS_DIR.glob("*.yaml"))
-    raise InputError(given, "--plan", "no such analysis plan",
+    raise InputError(given, field, "no such analysis plan",
                      f"known plans in {ANALYSIS_DIR}: {', '.join(known) or 'none'}")
 
 

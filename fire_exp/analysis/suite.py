@@ -21,6 +21,7 @@ import numpy as np
 import pandas as pd
 
 from fire_exp.analysis.plan import AnalysisPlan
+from fire_exp.records import TIMEOUT_CAUSES
 from fire_exp.stats import (
     BootstrapInterval,
     CohortAggregates,
@@ -33,12 +34,10 @@ from fire_exp.stats import (
     transition_labels,
 )
 
-__all__ = ["SUITE_SCOPE", "TIMEOUT_CAUSES", "PassAll", "Suite", "suite_columns", "suite_frame",
+__all__ = ["SUITE_SCOPE", "PassAll", "Suite", "suite_columns", "suite_frame",
            "suite_transitions_frame", "tasks_frame"]
 
 SUITE_SCOPE = "suite"
-
-TIMEOUT_CAUSES = frozenset({"agent_timeout", "verifier_timeout"})
 
 
 class PassAll:

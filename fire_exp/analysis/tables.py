@@ -33,12 +33,8 @@ from fire_exp.analysis.arms import (
 )
 from fire_exp.analysis.conformance import check_conformance
 from fire_exp.analysis.counts import errors_frame, funnel_frames, near_miss_frame, pass_k_frame
-from fire_exp.analysis.load import (
-    FAMILY_COLUMNS,
-    LoadedAttempts,
-    normalize_frame,
-    validate_attempts,
-)
+from fire_exp.analysis.frame import FAMILY_COLUMNS, LoadedAttempts, normalize_frame
+from fire_exp.analysis.load import validate_attempts
 from fire_exp.analysis.plan import AnalysisPlan, load_plan, parse_contrast
 from fire_exp.analysis.reliability import (
     RELIABILITY_SCOPE,

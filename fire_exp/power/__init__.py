@@ -1,9 +1,10 @@
 """Power analysis of a panel's preregistered analysis, designed before the panel runs.
 
 ``simulate`` draws panels (task pass rates from a pilot, the simulated agent's tiers or a
-Beta; an effect on the treated arm), ``signflip`` tests them as ``analyze`` does, ``design``
-reads the grid (minimum detectable effects, tasks to preregister) and ``panel`` ties it to a
-configured panel and its plan.
+Beta; an effect on the treated arm), ``signflip`` tests them as ``analyze`` does (the
+kernels of ``fire_exp.stats``, batched over panels), ``design`` reads the grid (minimum
+detectable effects, tasks to preregister), ``settings`` checks the ``power`` config and the
+grid's ceilings, and ``panel`` ties it to a configured panel and its plan.
 """
 
 from fire_exp.power.design import TaskCount, minimum_detectable_effects, tasks_to_preregister

@@ -10,6 +10,7 @@ import pandas as pd
 
 from fire_exp.power.signflip import LatticeSignFlip
 from fire_exp.power.simulate import PowerSpec, simulate_design
+from fire_exp.stats.permutation import min_attainable_p
 
 __all__ = ["TaskCount", "minimum_detectable_effects", "tasks_to_preregister"]
 
@@ -42,7 +43,7 @@ def minimum_detectable_effects(grid: pd.DataFrame, target: float = 0.8) -> pd.Da
     for (n, k), g in primary.groupby(["n_tasks", "attempts"], sort=True):
         g = g.sort_values("effect_pp")
         alpha = float(g["alpha"].iloc[0])
-        min_p = min(1.0, 2.0 / 2.0 ** int(n))
+        min_p = min_attainable_p(int(n))
         rows.append({"n_tasks": int(n), "attempts": int(k),
                      "mde_pp": _crossing(g["effect_pp"].to_numpy(float),
                                          g["power"].to_numpy(float), target),

@@ -17,7 +17,7 @@ from fire_exp.config import RunConfig
 from fire_exp.errors import InputError
 from fire_exp.power.design import TaskCount, minimum_detectable_effects, tasks_to_preregister
 from fire_exp.power.inputs import pilot_rates, tier_rates
-from fire_exp.power.settings import PowerSettings
+from fire_exp.power.settings import PowerSettings, check_ceilings
 from fire_exp.power.signflip import LatticeSignFlip
 from fire_exp.power.simulate import PowerSpec, power_grid
 from fire_exp.power.sources import BetaRates, FixedRate, RateSource, effect_model
@@ -127,6 +127,9 @@ def panel_power(config: RunConfig, settings: PowerSettings) -> PanelPower:
     panel = build_panel(config)
     plan = load_plan(panel.analysis_plan)
     spec, notes = _spec(config, panel, plan, settings)
+    if settings.ceilings:
+        check_ceilings(spec.tasks, spec.attempts, len(spec.effects_pp), spec.n_sims,
+                       settings.max_tasks)
     tester = LatticeSignFlip()
     grid = power_grid(spec, secondary=settings.secondary, tester=tester)
     mde = minimum_detectable_effects(grid, settings.target_power)

@@ -2,18 +2,46 @@
 
 from __future__ import annotations
 
+import math
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from fire_exp.errors import InputError
 
-__all__ = ["SOURCES", "PowerSettings", "power_settings"]
+__all__ = ["CEILINGS", "SOURCES", "Ceilings", "PowerSettings", "check_ceilings",
+           "power_settings"]
 
 SOURCES = ("auto", "pilot", "tier", "beta", "fixed")
 _WHERE = "configs/power/default.yaml"
 DEFAULT_TASKS = (10, 20, 30, 40, 60, 80, 100)
 DEFAULT_ATTEMPTS = (1, 2, 3, 4)
 DEFAULT_EFFECTS = (0.0, 10.0, 20.0, 30.0, 40.0)
+
+
+@dataclass(frozen=True)
+class Ceilings:
+    """The largest grid ``fire-exp power`` simulates unless told ``ceilings=false``.
+
+    A block of 500 simulated panels holds every task's attempts of every arm, so memory
+    grows with tasks × attempts (about 1 GB at 10,000 × 4); time grows with the simulated
+    attempts of the whole grid (the default grid simulates 35 million per arm, in seconds;
+    the ceiling, 2 billion, takes minutes).
+
+    Attributes:
+        tasks: the largest task count of the grid, and of ``max_tasks``.
+        attempts: the most attempts per task and arm.
+        n_sims: the most simulated panels per design.
+        simulated_attempts: tasks × attempts × effects × n_sims summed over the designs.
+    """
+
+    tasks: int = 10_000
+    attempts: int = 10
+    n_sims: int = 100_000
+    simulated_attempts: int = 2_000_000_000
+
+
+CEILINGS = Ceilings()
 
 
 @dataclass(frozen=True)
@@ -36,6 +64,7 @@ class PowerSettings:
     seed: int | None = None
     secondary: bool = True
     max_tasks: int = 400
+    ceilings: bool = True
     out: str | None = None
 
     def grid(self, panel_tasks: int, panel_attempts: int,
@@ -56,20 +85,55 @@ def _numbers(data: dict[str, Any], key: str, kind: type) -> tuple[Any, ...] | No
         return None
     if not isinstance(value, list | tuple):
         value = [value]
-    if not value or any(isinstance(v, bool) or not isinstance(v, int | float) for v in value) \
+    if not value or any(isinstance(v, bool) or not isinstance(v, int | float)
+                        or not math.isfinite(v) for v in value) \
             or (kind is int and any(int(v) != v for v in value)):
         raise _bad(key, f"expected a list of {kind.__name__}s, got {value!r}",
                    f"e.g. power.{key}=[1,2]")
     return tuple(sorted({kind(v) for v in value}))
 
 
+def _flag(data: dict[str, Any], key: str) -> bool:
+    value = data.get(key, True)
+    if not isinstance(value, bool):
+        raise _bad(key, f"expected true or false, got {value!r}")
+    return value
+
+
 def _number(data: dict[str, Any], key: str, default: Any, low: float, high: float) -> Any:
     value = data.get(key, default)
     if value is None:
         return None
-    if isinstance(value, bool) or not isinstance(value, int | float) or not low <= value <= high:
+    if isinstance(value, bool) or not isinstance(value, int | float) \
+            or not math.isfinite(value) or not low <= value <= high:
         raise _bad(key, f"expected a number in [{low:g}, {high:g}], got {value!r}")
     return value
+
+
+def check_ceilings(tasks: Sequence[int], attempts: Sequence[int], n_effects: int,
+                   n_sims: int, max_tasks: int, ceilings: Ceilings = CEILINGS) -> None:
+    """Refuse a grid above ``ceilings`` before anything is simulated.
+
+    Raises:
+        InputError: the first ceiling the grid passes, and how to lift it.
+    """
+    lift = "pass ceilings=false to run it anyway"
+    largest = max(max(tasks), max_tasks)
+    key = "tasks" if max(tasks) >= max_tasks else "max_tasks"
+    if largest > ceilings.tasks:
+        raise _bad(key, f"{largest:,} tasks is above the ceiling of {ceilings.tasks:,}; "
+                   "memory grows with tasks x attempts", lift)
+    if max(attempts) > ceilings.attempts:
+        raise _bad("attempts", f"{max(attempts):,} attempts is above the ceiling of "
+                   f"{ceilings.attempts:,}; memory grows with tasks x attempts", lift)
+    if n_sims > ceilings.n_sims:
+        raise _bad("n_sims", f"{n_sims:,} simulations per design is above the ceiling of "
+                   f"{ceilings.n_sims:,}", lift)
+    work = sum(n * k for n in tasks for k in attempts) * n_effects * n_sims
+    if work > ceilings.simulated_attempts:
+        raise _bad("tasks", f"the grid simulates {work:,} attempts per arm (tasks x attempts "
+                   f"x effects x n_sims), above the ceiling of "
+                   f"{ceilings.simulated_attempts:,}", "shrink the grid or " + lift)
 
 
 def power_settings(data: dict[str, Any] | None) -> PowerSettings:
@@ -106,7 +170,7 @@ def power_settings(data: dict[str, Any] | None) -> PowerSettings:
         effect_model=data.get("effect_model", "share"), tasks=tasks, attempts=attempts,
         effects=effects, target_effect=_number(data, "target_effect", 20.0, 0, 100),
         target_power=_number(data, "target_power", 0.8, 0.01, 0.999),
-        n_sims=int(_number(data, "n_sims", 2000, 1, 10_000_000)),
+        n_sims=int(_number(data, "n_sims", 2000, 1, math.inf)),
         alpha=_number(data, "alpha", None, 1e-9, 0.5), seed=seed,
-        secondary=bool(data.get("secondary", True)),
-        max_tasks=int(_number(data, "max_tasks", 400, 1, 100_000)), out=data.get("out"))
+        secondary=bool(data.get("secondary", True)), ceilings=_flag(data, "ceilings"),
+        max_tasks=int(_number(data, "max_tasks", 400, 1, math.inf)), out=data.get("out"))

@@ -4,89 +4,73 @@ A simulated panel gives each task an integer difference ``a_i = s_A − s_B`` of
 of K attempts per arm, so the per-task difference of pass rates ``a_i / K`` lies on the
 1/K lattice and ``fire_exp.stats.sign_flip_test`` (method ``auto``) computes its exact
 lattice null. That null depends only on how many non-zero tasks have each magnitude, and the
-p-value only on that count vector and |Σ a_i|. Here each distinct count vector's null is
-computed once (cached across designs) as ``sign_flip_test`` computes it and turned into a
-table of p by |S|, so the test of a whole batch of panels is a few array lookups. Up to 62
-non-zero tasks both count sign vectors in int64 and every p is the same float as the one
-``analyze`` reports; beyond, both convolve the same floating-point binomials but sum the
-tail in a different order, and p agrees to 1e-14 relative (far below any level's grain).
+p-value only on that count vector and |Σ a_i|. Here each distinct count vector's table of p
+by |S| comes from the same kernel (``fire_exp.stats.permutation.lattice_p_by_sum``) once and
+is cached across designs, so the test of a whole batch of panels is a few array lookups. Up
+to 62 non-zero tasks every p is the same float as the one ``analyze`` reports; beyond, the
+kernel sums the tail in another order, and p agrees to 1e-14 relative (far below any
+level's grain).
 """
 
 from __future__ import annotations
 
 import functools
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from math import comb
 
 import numpy as np
-from scipy import stats as _st
+
+from fire_exp.stats.multiplicity import holm
+from fire_exp.stats.permutation import EXACT_TASKS, lattice_null, lattice_p_by_sum
 
 __all__ = ["LatticeSignFlip", "holm_rows"]
-
-_EXACT_TASKS = 62  # as sign_flip_test: counts of sign vectors fit int64 up to 62 tasks
-
-
-@functools.cache
-def _piece(v: int, n_v: int, exact: bool) -> np.ndarray:
-    """The null of n_v tasks of magnitude v: Binomial(n_v, 1/2) counts at stride v."""
-    part = np.zeros(v * n_v + 1, dtype=np.int64 if exact else float)
-    if exact:
-        part[::v] = [comb(n_v, j) for j in range(n_v + 1)]
-    else:
-        part[::v] = _st.binom.pmf(np.arange(n_v + 1), n_v, 0.5)
-    part.flags.writeable = False
-    return part
-
-
-@functools.cache
-def _convolved(mags: tuple[int, ...], counts: tuple[int, ...], exact: bool) -> np.ndarray:
-    # The same steps, in the same order, as permutation._lattice_p (ascending magnitudes);
-    # prefixes are cached, and a prefix's product is the same array either way.
-    if not mags:
-        return np.ones(1, dtype=np.int64 if exact else float)
-    out = np.convolve(_convolved(mags[:-1], counts[:-1], exact),
-                      _piece(mags[-1], counts[-1], exact))
-    out.flags.writeable = False
-    return out
-
-
-def _p_table(mags: tuple[int, ...], counts: tuple[int, ...]) -> np.ndarray:
-    """p for every observed |S| = 0..Σ|a| under the exact null of this count vector."""
-    m = sum(counts)
-    exact = m <= _EXACT_TASKS
-    pmf = _convolved(mags, counts, exact)
-    total = pmf.size - 1
-    upper = np.cumsum(pmf[::-1])[::-1]  # upper[j] = P(S* >= 2j − total)
-    # |S*| >= s > 0 is S* >= s or (by symmetry, as likely) S* <= −s.
-    tail = 2 * upper[(total + np.arange(total + 1) + 1) // 2]
-    tail[0] = upper[0]
-    # int64 -> float64 rounds as Python's int / int does: the same p as sign_flip_test.
-    table: np.ndarray = np.minimum(1.0, tail / 2.0 ** m if exact else tail)
-    return table
 
 
 @dataclass
 class LatticeSignFlip:
     """Exact two-sided sign-flip p-values for rows of integer task differences.
 
-    Keeps a cache of null tables keyed by count vector, so reuse one instance across the
-    designs of a power grid.
+    Keeps the tables of p by count vector, and the nulls they share prefixes of, so reuse
+    one instance across the designs of a power grid. The cache holds at most ``max_bytes``
+    (it starts afresh beyond): many tasks make nearly every panel's count vector new.
 
     >>> LatticeSignFlip().p_values(np.array([[2, 1, 2, 1, 2, 0, 0]]), attempts=2).tolist()
     [0.0625]
     """
 
-    _cache: dict[tuple[int, ...], np.ndarray] = field(default_factory=dict)
+    max_bytes: int = 256 * 2**20
+    _tables: dict[tuple[int, ...], np.ndarray] = field(default_factory=dict)
+    _bytes: int = 0
+    # lattice_null(mags, counts), memoized (prefixes included) where a lookup costs least
+    _null: Callable[[tuple[int, ...], tuple[int, ...], bool], np.ndarray] = field(
+        init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        self._null = functools.lru_cache(maxsize=None)(self._extend)
+
+    def _extend(self, mags: tuple[int, ...], counts: tuple[int, ...], exact: bool,
+                ) -> np.ndarray:
+        """The null of ``mags``/``counts``: its prefix's null, one magnitude further."""
+        start = self._null(mags[:-1], counts[:-1], exact) if len(mags) > 1 else None
+        null = lattice_null(mags[-1:], counts[-1:], exact=exact, start=start)
+        self._bytes += null.nbytes
+        return null
 
     def table(self, key: tuple[int, ...]) -> np.ndarray:
         """p by |S| for the key (gcd, count of magnitude 1, ..., count of magnitude K)."""
-        if key not in self._cache:
+        if key not in self._tables:
+            if self._bytes > self.max_bytes:
+                self._tables.clear()
+                self._null.cache_clear()  # type: ignore[attr-defined]
+                self._bytes = 0
             g, counts = key[0], key[1:]
-            present = [(v // g, n) for v, n in enumerate(counts, start=1) if n > 0]
-            self._cache[key] = (_p_table(tuple(v for v, _ in present),
-                                         tuple(n for _, n in present))
-                                if present else np.ones(1))
-        return self._cache[key]
+            mags = tuple(v // g for v, n in enumerate(counts, start=1) if n)
+            present = tuple(n for n in counts if n)
+            m = sum(present)
+            null = self._null(mags, present, m <= EXACT_TASKS) if m else np.ones(1, np.int64)
+            self._tables[key] = lattice_p_by_sum(null, m)
+            self._bytes += self._tables[key].nbytes
+        return self._tables[key]
 
     def p_values(self, diffs: np.ndarray, *, attempts: int) -> np.ndarray:
         """p for each row of ``diffs`` (simulations x tasks), integers in [−K, K].
@@ -119,7 +103,8 @@ class LatticeSignFlip:
 
 
 def holm_rows(p: np.ndarray) -> np.ndarray:
-    """Holm step-down adjusted p-values along each row (as ``fire_exp.stats.holm``).
+    """Holm step-down adjusted p-values along each row: ``fire_exp.stats.holm`` of a 2-d
+    array (one family of contrasts per simulated panel).
 
     >>> holm_rows(np.array([[0.01, 0.04, 0.03]])).tolist()
     [[0.03, 0.06, 0.06]]
@@ -127,10 +112,4 @@ def holm_rows(p: np.ndarray) -> np.ndarray:
     p = np.asarray(p, dtype=float)
     if p.ndim != 2:
         raise ValueError("p must be 2-d (simulations x contrasts)")
-    m = p.shape[1]
-    order = np.argsort(p, axis=1, kind="stable")
-    ranked = np.take_along_axis(p, order, axis=1) * (m - np.arange(m))
-    adj = np.minimum(1.0, np.maximum.accumulate(ranked, axis=1))
-    out = np.empty_like(adj)
-    np.put_along_axis(out, order, adj, axis=1)
-    return out
+    return holm(p)

@@ -24,9 +24,10 @@ import numpy as np
 import pandas as pd
 
 from fire_exp.analysis.plan import parse_contrast
-from fire_exp.power.signflip import LatticeSignFlip, holm_rows
+from fire_exp.power.signflip import LatticeSignFlip
 from fire_exp.power.sources import RateSource, effect_model
-from fire_exp.stats import child_rng
+from fire_exp.stats import child_rng, holm
+from fire_exp.stats.permutation import min_attainable_p
 
 __all__ = ["POWER_COLUMNS", "PowerSpec", "power_grid", "simulate_design"]
 
@@ -136,10 +137,10 @@ def simulate_design(spec: PowerSpec, n_tasks: int, attempts: int,
             estimates[i] += diffs[0].sum() / (n_tasks * attempts)
             m = np.count_nonzero(diffs[0], axis=1)
             nonzero[i] += m.sum()
-            stuck[i] += np.count_nonzero(2.0 / 2.0 ** m > spec.alpha)
+            stuck[i] += np.count_nonzero(min_attainable_p(m) > spec.alpha)
             rejections[i, 0] += np.count_nonzero(p[:, 0] <= spec.alpha)
             if len(contrasts) > 1:
-                adjusted = holm_rows(p[:, 1:]) if spec.holm else p[:, 1:]
+                adjusted = holm(p[:, 1:]) if spec.holm else p[:, 1:]
                 rejections[i, 1:] += (adjusted <= spec.alpha).sum(axis=0)
     second = "secondary (Holm)" if spec.holm else "secondary"
     out = []
@@ -152,7 +153,7 @@ def simulate_design(spec: PowerSpec, n_tasks: int, attempts: int,
                         "contrast": name, "role": "primary" if j == 0 else second,
                         "n_sims": spec.n_sims, "alpha": spec.alpha,
                         "mean_estimate_pp": 100 * estimates[i] / spec.n_sims,
-                        "min_attainable_p": min(1.0, 2.0 / 2.0 ** n_tasks),
+                        "min_attainable_p": min_attainable_p(n_tasks),
                         "mean_nonzero_tasks": nonzero[i] / spec.n_sims,
                         "share_cannot_reject": stuck[i] / spec.n_sims})
     return out

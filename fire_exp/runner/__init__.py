@@ -1,16 +1,11 @@
 """Runner: the schedule, attempts, the attempt store, executors, resume, replacement."""
 
 from fire_exp.runner.attempt import AttemptSpec, code_funnel, run_attempt
-from fire_exp.runner.build import Panel, build_panel, prepare_panel
+from fire_exp.runner.build import build_panel, prepare_panel
+from fire_exp.runner.execute import build_attempt, execute
 from fire_exp.runner.executors import LocalExecutor
-from fire_exp.runner.jobs import (
-    AttemptJob,
-    Executor,
-    build_attempt,
-    execute,
-    finish_record,
-    harness_failure,
-)
+from fire_exp.runner.job_records import finish_record, harness_failure
+from fire_exp.runner.model import AttemptJob, Executor, Panel
 from fire_exp.runner.panel import RunResult, run_panel
 from fire_exp.runner.progress import PlainProgress, RichProgress, make_progress
 from fire_exp.runner.replacement import ReplacementRule, owed_attempts

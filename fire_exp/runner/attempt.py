@@ -5,7 +5,7 @@ families and the coding portfolio. It writes only into the attempt's own log fol
 returns an :class:`AttemptRecord`; it never raises for a failure of the attempt (the
 failure is the record's ``cause``), only a :class:`~fire_exp.errors.ProtocolError`, which
 stops the run. The record's run-level fields (log folder, lineage) are filled in by the
-runner when it writes it (:func:`fire_exp.runner.jobs.finish_record`).
+runner when it writes it (:func:`fire_exp.runner.job_records.finish_record`).
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Layer 2: build a panel's objects from the typed config, once, before the first attempt.
+"""Build a panel's objects from the typed config, once, before the first attempt.
 
 :func:`build_panel` loads and checks everything the config names and returns a
 :class:`Panel` of built objects: the tasks (with digests), the arms' families, the coding
@@ -18,117 +18,30 @@ import functools
 import importlib.metadata
 import platform
 import sys
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
-from pathlib import Path
-from typing import TYPE_CHECKING, Any
 
 from fire_exp import __version__
-from fire_exp.agents.base import Agent, BoxedAgent, preflight_agent
+from fire_exp.agents.base import BoxedAgent, preflight_agent
 from fire_exp.agents.simulated import load_script
-from fire_exp.analysis.plan import AnalysisPlan, load_plan
+from fire_exp.analysis.plan import load_plan
+from fire_exp.analysis.run import resolve_plan
 from fire_exp.config import ComponentConfig, RunConfig
-from fire_exp.environments.base import Environment
 from fire_exp.errors import InputError
-from fire_exp.paths import ANALYSIS_DIR
 from fire_exp.policies.ablation import ablation_arms
-from fire_exp.policies.arms import ArmPolicies, build_arm
-from fire_exp.policies.loader import Portfolio, load_portfolio
+from fire_exp.policies.arms import build_arm
+from fire_exp.policies.loader import load_portfolio
 from fire_exp.registry import REGISTRY
+from fire_exp.runner.model import AgentFactory, EnvironmentFactory, Executor, Panel, Report
 from fire_exp.runner.params import checked_params
 from fire_exp.runner.replacement import ReplacementRule
-from fire_exp.runner.schedule import ScheduledAttempt, build_schedule
+from fire_exp.runner.schedule import build_schedule
 from fire_exp.tasks.loader import load_task
 from fire_exp.tasks.model import Task
 from fire_exp.tasks.suites import resolve_suite
 
-if TYPE_CHECKING:
-    from fire_exp.runner.jobs import Executor
-
-Report = Callable[[str], None]
-
-
-@dataclass(frozen=True)
-class AgentFactory:
-    """Makes the panel's agent (one per attempt) from checked parameters."""
-
-    name: str
-    make_agent: Callable[..., Agent]
-    params: Mapping[str, Any]
-
-    def make(self) -> Agent:
-        """A fresh agent."""
-        return self.make_agent(**self.params)
-
-
-@dataclass(frozen=True)
-class EnvironmentFactory:
-    """Makes each attempt's environment, and prepares the backend for the whole panel."""
-
-    name: str
-    backend: Callable[..., Environment]
-    params: Mapping[str, Any]
-
-    def make(self, task: Task, attempt_dir: Path, attempt_id: str) -> Environment:
-        """The environment (box) of one attempt."""
-        return self.backend(task, attempt_dir, attempt_id, **self.params)
-
-    @property
-    def _class(self) -> type[Environment] | None:
-        backend = self.backend
-        return backend if isinstance(backend, type) and issubclass(backend, Environment) \
-            else None
-
-    def preflight(self) -> None:
-        """Check the backend can run at all (an engine reachable). Raises PreflightError."""
-        if self._class is not None:
-            self._class.preflight(**self.params)
-
-    def prepare(self, tasks: Sequence[Task], report: Report) -> None:
-        """Build or check what every attempt needs (task images). Raises EnvironmentFailure."""
-        if self._class is not None:
-            self._class.prepare(tasks, report=report, **self.params)
-
-    def reap_orphans(self, run_dir: Path | None = None) -> int:
-        """Remove what attempts of provably dead runs left behind (see
-        Environment.reap_orphans); ``run_dir`` is the run whose lock the caller holds."""
-        return self._class.reap_orphans(run_dir) if self._class is not None else 0
-
-
-@dataclass(frozen=True)
-class Panel:
-    """A panel ready to run: every object an attempt needs, built and checked."""
-
-    name: str
-    seed: int
-    tasks: dict[str, Task]
-    cohorts: dict[str, str]
-    portfolio: Portfolio
-    controls: Portfolio
-    arms: dict[str, ArmPolicies]
-    analysis_plan: Path  # the plan file (hashed by the preregistration)
-    plan: AnalysisPlan
-    replacement: ReplacementRule
-    agent: AgentFactory
-    environment: EnvironmentFactory
-    executor: Executor
-    schedule: list[ScheduledAttempt]
-    config: RunConfig  # what the panel was built from: hashed, and sent to Ray workers
-
-    @functools.cached_property
-    def config_hash(self) -> str:
-        """SHA-256 of the config that defines the experiment (every record carries it)."""
-        return self.config.config_hash()
-
-
-def resolve_plan(name: str) -> Path:
-    """An analysis plan's name under ``analysis/`` or a path to a YAML file."""
-    for candidate in (ANALYSIS_DIR / f"{name}.yaml", Path(name)):
-        if candidate.is_file():
-            return candidate.resolve()
-    raise InputError("panel.analysis", name, "no analysis plan of that name",
-                     f"put it in {ANALYSIS_DIR}/NAME.yaml")
-
+# Panel and its factories are defined in runner/model.py; they are named here too, as the
+# panel this module builds.
+__all__ = ["AgentFactory", "EnvironmentFactory", "Panel", "Report", "agent_factory",
+           "build_panel", "environment_factory", "make_executor", "prepare_panel", "versions"]
 
 @functools.cache
 def versions() -> dict[str, str]:
@@ -203,7 +116,7 @@ def build_panel(config: RunConfig) -> Panel:
     tasks = _load_tasks(config)
     portfolio = load_portfolio(pc.portfolio)
     controls = load_portfolio(pc.controls)
-    plan_path = resolve_plan(pc.analysis)
+    plan_path = resolve_plan(pc.analysis, field="panel.analysis").resolve()
     arm_names = list(ablation_arms(pc.arms, portfolio.families, pc.ablation))
     return Panel(
         name=pc.name, seed=config.seed, tasks=tasks, cohorts=dict(pc.tasks),

@@ -1,9 +1,9 @@
 """Executors: where attempts run. The local pool is the default; Ray spreads them out.
 
-An executor (:class:`~fire_exp.runner.jobs.Executor`) takes
-:class:`~fire_exp.runner.jobs.AttemptJob` values from a queue (the driver may add
+An executor (:class:`~fire_exp.runner.model.Executor`) takes
+:class:`~fire_exp.runner.model.AttemptJob` values from a queue (the driver may add
 replacements to it while the run goes on), runs each with
-:func:`~fire_exp.runner.jobs.execute`, and hands
+:func:`~fire_exp.runner.execute.execute`, and hands
 every record back through ``on_done`` in the driver's thread: only the driver writes the
 attempt store. ``on_start`` runs in the driver's thread too, before the job is sent off.
 """
@@ -15,8 +15,9 @@ import concurrent.futures as cf
 from fire_exp.environments.base import Environment
 from fire_exp.errors import ProtocolError
 from fire_exp.records import AttemptRecord, Cause
-from fire_exp.runner.build import Panel
-from fire_exp.runner.jobs import AttemptJob, JobQueue, OnDone, OnStart, execute, harness_failure
+from fire_exp.runner.execute import execute
+from fire_exp.runner.job_records import harness_failure
+from fire_exp.runner.model import AttemptJob, JobQueue, OnDone, OnStart, Panel
 
 GRACE_S = 2.0  # after Ctrl-C, how long attempts may take to notice before they are torn down
 

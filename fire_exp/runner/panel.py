@@ -1,4 +1,4 @@
-"""Layer 3: run a panel — schedule, executor, the attempt store, resume, replacement, progress.
+"""Run a panel — schedule, executor, the attempt store, resume, replacement, progress.
 
 A run folder ``results/PANEL/RUN/`` holds ``prereg.json`` (the manifest the run was
 verified against), ``attempts.jsonl`` and ``attempts/TASK/ARM/rN/`` (each attempt's logs;
@@ -18,12 +18,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from fire_exp.records import AttemptRecord, StartedRecord, now_iso
-from fire_exp.runner.build import Panel
 from fire_exp.runner.cleanup import deferred_interrupts, reap
-from fire_exp.runner.jobs import AttemptJob, Executor, finish_record, job_for, panel_digest
+from fire_exp.runner.job_records import finish_record
+from fire_exp.runner.model import AttemptJob, Executor, Panel, job_for
 from fire_exp.runner.progress import Progress, make_progress
 from fire_exp.runner.replacement import owed_attempts, replacements_per_arm, split_id
 from fire_exp.runner.store import AttemptStore
+from fire_exp.runner.worker_panel import panel_digest
 
 
 @dataclass(frozen=True)

@@ -2,7 +2,7 @@
 
 Each attempt runs on some worker with that machine's own environment (its Docker, or a
 local folder): the driver puts the panel's typed config into the object store once, and
-the worker builds the panel from it (:func:`~fire_exp.runner.jobs.worker_panel`, once per
+the worker builds the panel from it (:func:`~fire_exp.runner.worker_panel.worker_panel`, once per
 worker process), checks it against the driver's preregistered panel digest the job
 carries, and runs the attempt in a scratch folder. A worker whose panel does not build or
 differs from the driver's returns the error instead; the driver records a
@@ -34,19 +34,13 @@ from fire_exp.config import RunConfig
 from fire_exp.environments.session_host import is_alive
 from fire_exp.errors import ProtocolError
 from fire_exp.records import AttemptRecord, Cause
-from fire_exp.runner.build import Panel
 from fire_exp.runner.cleanup import reap
-from fire_exp.runner.jobs import (
-    AttemptJob,
-    JobQueue,
-    OnDone,
-    OnStart,
-    execute,
-    harness_failure,
-    worker_panel,
-)
+from fire_exp.runner.execute import execute
+from fire_exp.runner.job_records import harness_failure
+from fire_exp.runner.model import AttemptJob, JobQueue, OnDone, OnStart, Panel
 from fire_exp.runner.store import sync_tree
 from fire_exp.runner.validity import LOAD_FAILED
+from fire_exp.runner.worker_panel import worker_panel
 
 CANCEL_WAIT_S = 60.0  # how long cancelled attempts may take to tear down their environment
 

@@ -19,19 +19,24 @@ For this symmetric null, p equals scipy's ``permutation_test`` two-sided p for e
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from fractions import Fraction
+from functools import lru_cache
 from math import comb, lcm, ldexp
+from typing import overload
 
 import numpy as np
 from numpy.typing import ArrayLike
 
 from fire_exp.stats._binom import half_binom_pmf
 
-__all__ = ["SignFlipResult", "lattice_resolution", "sign_flip_test"]
+__all__ = ["EXACT_TASKS", "SignFlipResult", "lattice_null", "lattice_p_by_sum",
+           "lattice_resolution", "min_attainable_p", "sign_flip_test"]
 
 _REL_TOL = 1e-14  # as scipy: null statistics within rounding of the observed one count
 _MAX_LATTICE_WORK = 300_000_000  # multiply-adds the exact convolution may spend
+EXACT_TASKS = 62  # counts of sign vectors fit int64 up to 62 tasks
 
 
 @dataclass(frozen=True)
@@ -89,25 +94,102 @@ def _sign_flip_iv(diffs: ArrayLike, n_resamples: int) -> np.ndarray:
     return d
 
 
+@overload
+def min_attainable_p(n_nonzero: int) -> float: ...
+
+
+@overload
+def min_attainable_p(n_nonzero: np.ndarray) -> np.ndarray: ...
+
+
+def min_attainable_p(n_nonzero: int | np.ndarray) -> float | np.ndarray:
+    """2 / 2^m, the smallest two-sided p an exact sign-flip test of m non-zero tasks can
+    give (1 for m <= 1); elementwise for an array of m. Never overflows: 2.0 ** m would
+    at m = 1,024; beyond m = 1,075 it is 0.
+
+    >>> min_attainable_p(5), min_attainable_p(2_000), min_attainable_p(np.array([0, 3])).tolist()
+    (0.0625, 0.0, [1.0, 0.25])
+    """
+    if isinstance(n_nonzero, np.ndarray):
+        smallest: np.ndarray = np.minimum(1.0, np.ldexp(1.0, 1 - n_nonzero))
+        return smallest
+    return min(1.0, ldexp(1.0, 1 - n_nonzero))
+
+
+def lattice_null(magnitudes: Sequence[int], counts: Sequence[int], *,
+                 exact: bool | None = None, start: np.ndarray | None = None) -> np.ndarray:
+    """The exact null of integer task differences: ``counts[j]`` non-zero tasks of
+    magnitude ``magnitudes[j]`` (ascending), each of either sign with probability 1/2.
+
+    Entry t is the null's weight of T = Σ|a_i|·b_i = t (b_i ~ Bernoulli(1/2); the sum of
+    the differences is S* = 2T − Σ|a_i|): the number of sign vectors in int64 (``exact``,
+    by default when there are at most 62 tasks), else the probability (binomials convolved
+    in floats, by FFT when long). Convolved by ascending magnitude, as
+    :func:`sign_flip_test` does; ``start`` is the null of the smaller magnitudes, already
+    convolved (its dtype says whether it is exact), so a caller can share prefixes.
+
+    >>> lattice_null([1, 2], [2, 1]).tolist()  # T of |a| = 1, 1, 2 over 8 sign vectors
+    [1, 2, 2, 2, 1]
+    """
+    if start is not None:
+        exact = start.dtype.kind == "i"
+    elif exact is None:
+        exact = sum(counts) <= EXACT_TASKS
+    elif exact and sum(counts) > EXACT_TASKS:
+        raise ValueError(f"counts of sign vectors of {sum(counts)} tasks overflow int64")
+    pmf = start if start is not None else np.ones(1, dtype=np.int64 if exact else float)
+    for v, n_v in zip(magnitudes, counts, strict=True):
+        if exact:
+            pmf = np.convolve(pmf, _sign_vector_counts(int(v), int(n_v)))
+        else:
+            part = np.zeros(v * n_v + 1)
+            part[::v] = half_binom_pmf(int(n_v))
+            pmf = _convolve(pmf, part)
+    return pmf
+
+
+@lru_cache(maxsize=4096)
+def _sign_vector_counts(v: int, n: int) -> np.ndarray:
+    """C(n, j) at T = j·v: the sign vectors of n tasks of magnitude v (read-only; tiny, as
+    n <= 62, and asked for again and again by a power grid)."""
+    part = np.zeros(v * n + 1, dtype=np.int64)
+    part[::v] = [comb(n, j) for j in range(n + 1)]
+    part.setflags(write=False)
+    return part
+
+
+def lattice_p_by_sum(null: np.ndarray, n_tasks: int) -> np.ndarray:
+    """The two-sided p of every observable |S| = 0, 1, ..., Σ|a_i|, from the
+    :func:`lattice_null` of ``n_tasks`` non-zero tasks: a table to look p up in, for many
+    panels of one count vector.
+
+    With an exact null each p is the same float :func:`sign_flip_test` gives; with a
+    float null the tail is summed in another order and p agrees to about 1e-14 relative.
+
+    >>> lattice_p_by_sum(lattice_null([1], [3]), 3).tolist()  # S* is ±1 or ±3
+    [1.0, 1.0, 0.25, 0.25]
+    """
+    total = null.size - 1
+    upper = np.cumsum(null[::-1])[::-1]  # upper[j] = weight of S* >= 2j − total
+    # |S*| >= s > 0 is S* >= s or (by symmetry, as likely) S* <= −s.
+    tail = 2 * upper[(total + np.arange(total + 1) + 1) // 2]
+    tail[0] = upper[0]
+    if null.dtype.kind == "i":  # int64 -> float64 rounds as int / int in sign_flip_test
+        return np.minimum(1.0, tail / 2.0 ** n_tasks)
+    p: np.ndarray = np.minimum(1.0, tail)
+    return p
+
+
 def _lattice_p(a: np.ndarray) -> float:
     """Exact p for integer differences a (non-zero): convolve binomials of equal |a|."""
-    mags = np.abs(a)
-    total = int(mags.sum())
-    # T = Σ|a_i|·b_i with b_i ~ Bernoulli(1/2); S* = 2T − Σ|a_i|.
-    # Up to 62 tasks the counts of sign vectors fit int64: p is one exact division.
-    exact = mags.size <= 62
-    pmf = np.ones(1, dtype=np.int64 if exact else float)
-    for v, n_v in zip(*np.unique(mags, return_counts=True), strict=True):
-        part = np.zeros(int(v) * int(n_v) + 1, dtype=pmf.dtype)
-        if exact:
-            part[:: int(v)] = [comb(int(n_v), j) for j in range(int(n_v) + 1)]
-        else:
-            part[:: int(v)] = half_binom_pmf(int(n_v))
-        pmf = _convolve(pmf, part)
+    mags, counts = np.unique(np.abs(a), return_counts=True)
+    pmf = lattice_null(mags.tolist(), counts.tolist())
+    exact = a.size <= EXACT_TASKS
+    total = int(mags @ counts)
     s_obs = abs(int(a.sum()))
     support = np.abs(2 * np.arange(total + 1) - total)
     tail = pmf[support >= s_obs].sum()
-    return float(min(1.0, int(tail) / 2 ** mags.size if exact else tail))
+    return float(min(1.0, int(tail) / 2 ** a.size if exact else tail))
 
 
 def _convolve(x: np.ndarray, y: np.ndarray) -> np.ndarray:
@@ -217,7 +299,7 @@ def sign_flip_test(diffs: ArrayLike, *, n_resamples: int = 100_000,
     stat = float(d.mean())
     nz = d[d != 0]
     m = int(nz.size)
-    min_p = min(1.0, ldexp(1.0, 1 - m)) if m else 1.0  # no 2.0 ** m: it overflows at 1024
+    min_p = min_attainable_p(m)
 
     def result(p: float, how: str, b: int = 0, se: float = 0.0) -> SignFlipResult:
         return SignFlipResult(statistic=stat, p_value=p, method=how, n_resamples=b, mc_se=se,

@@ -10,7 +10,7 @@ import numpy as np
 from fire_exp.records import Cause, read_records
 from fire_exp.runner.attempt import AttemptSpec, run_attempt
 from fire_exp.runner.build import build_panel
-from fire_exp.runner.jobs import job_for
+from fire_exp.runner.model import job_for
 from fire_exp.runner.panel import run_panel
 from fire_exp.runner.progress import PlainProgress
 from fire_exp.runner.ray_executor import ray_attempt, received

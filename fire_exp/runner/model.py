@@ -1,0 +1,147 @@
+"""The panel runner's objects: a built :class:`Panel`, one :class:`AttemptJob`, and the
+:class:`Executor` that runs a panel's jobs.
+
+``runner/build.py`` makes the panel; ``runner/panel.py`` turns its owed attempts into jobs
+(:func:`job_for`) and hands them to the panel's executor. A panel names its executor and an
+executor runs a panel, so the two are defined together here.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections import deque
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any, Protocol
+
+from fire_exp.agents.base import Agent
+from fire_exp.analysis.plan import AnalysisPlan
+from fire_exp.config import RunConfig
+from fire_exp.environments.base import Environment
+from fire_exp.policies.arms import ArmPolicies
+from fire_exp.policies.loader import Portfolio
+from fire_exp.records import AttemptRecord
+from fire_exp.runner.replacement import ReplacementRule, replacement_id, replacement_seed
+from fire_exp.runner.schedule import ScheduledAttempt
+from fire_exp.tasks.model import Task
+
+__all__ = ["AgentFactory", "AttemptJob", "EnvironmentFactory", "Executor", "JobQueue",
+           "OnDone", "OnStart", "Panel", "Report", "job_for"]
+
+Report = Callable[[str], None]
+
+
+@dataclass(frozen=True)
+class AgentFactory:
+    """Makes the panel's agent (one per attempt) from checked parameters."""
+
+    name: str
+    make_agent: Callable[..., Agent]
+    params: Mapping[str, Any]
+
+    def make(self) -> Agent:
+        """A fresh agent."""
+        return self.make_agent(**self.params)
+
+
+@dataclass(frozen=True)
+class EnvironmentFactory:
+    """Makes each attempt's environment, and prepares the backend for the whole panel."""
+
+    name: str
+    backend: Callable[..., Environment]
+    params: Mapping[str, Any]
+
+    def make(self, task: Task, attempt_dir: Path, attempt_id: str) -> Environment:
+        """The environment (box) of one attempt."""
+        return self.backend(task, attempt_dir, attempt_id, **self.params)
+
+    @property
+    def _class(self) -> type[Environment] | None:
+        backend = self.backend
+        return backend if isinstance(backend, type) and issubclass(backend, Environment) \
+            else None
+
+    def preflight(self) -> None:
+        """Check the backend can run at all (an engine reachable). Raises PreflightError."""
+        if self._class is not None:
+            self._class.preflight(**self.params)
+
+    def prepare(self, tasks: Sequence[Task], report: Report) -> None:
+        """Build or check what every attempt needs (task images). Raises EnvironmentFailure."""
+        if self._class is not None:
+            self._class.prepare(tasks, report=report, **self.params)
+
+    def reap_orphans(self, run_dir: Path | None = None) -> int:
+        """Remove what attempts of provably dead runs left behind (see
+        Environment.reap_orphans); ``run_dir`` is the run whose lock the caller holds."""
+        return self._class.reap_orphans(run_dir) if self._class is not None else 0
+
+
+@dataclass(frozen=True)
+class Panel:
+    """A panel ready to run: every object an attempt needs, built and checked."""
+
+    name: str
+    seed: int
+    tasks: dict[str, Task]
+    cohorts: dict[str, str]
+    portfolio: Portfolio
+    controls: Portfolio
+    arms: dict[str, ArmPolicies]
+    analysis_plan: Path  # the plan file (hashed by the preregistration)
+    plan: AnalysisPlan
+    replacement: ReplacementRule
+    agent: AgentFactory
+    environment: EnvironmentFactory
+    executor: Executor
+    schedule: list[ScheduledAttempt]
+    config: RunConfig  # what the panel was built from: hashed, and sent to Ray workers
+
+    @functools.cached_property
+    def config_hash(self) -> str:
+        """SHA-256 of the config that defines the experiment (every record carries it)."""
+        return self.config.config_hash()
+
+
+@dataclass(frozen=True)
+class AttemptJob:
+    """One attempt to run; picklable, so a Ray worker can run it.
+
+    ``item`` carries the attempt's seed (a replacement's own seed); ``panel_digest`` is the
+    hash of the driver's verified panel, which a worker checks its own build against.
+    """
+
+    run: str
+    item: ScheduledAttempt
+    attempt_id: str
+    attempt_dir: str  # absolute path of the attempt's log folder on the driver
+    log_dir: str  # the same, relative to the run folder (for the record)
+    panel_digest: str = ""
+
+
+JobQueue = deque[AttemptJob]
+OnStart = Callable[[AttemptJob], None]
+OnDone = Callable[[AttemptJob, AttemptRecord], None]
+
+
+class Executor(Protocol):
+    """Runs the jobs of ``queue`` until it is empty and nothing is in flight."""
+
+    name: str
+
+    def run(self, panel: Panel, queue: JobQueue, on_start: OnStart, on_done: OnDone) -> None:
+        """On KeyboardInterrupt: stop what runs, report what finished, re-raise."""
+        ...
+
+
+def job_for(panel: Panel, run_dir: Path, item: ScheduledAttempt, number: int = 0,
+            digest: str = "") -> AttemptJob:
+    """The job of scheduled attempt ``item`` (``number`` > 0: its replacement)."""
+    attempt_id = replacement_id(item.attempt_id, number)
+    item = replace(item, seed=replacement_seed(panel.seed, item, number))
+    rel = Path("attempts") / attempt_id
+    return AttemptJob(run=run_dir.name, item=item, attempt_id=attempt_id,
+                      attempt_dir=str((run_dir / rel).resolve()), log_dir=rel.as_posix(),
+                      panel_digest=digest)
