@@ -101,7 +101,7 @@ _AT_LEAST_ONE = frozenset({"workers", "max_steps", "max_tokens", "pids_limit",
                            "cpus_per_attempt", "attempts"})
 _AT_LEAST_ZERO = frozenset({"retries", "temperature", "max_replacements"})
 # Ceilings: a value above one is far more likely a typo (an extra zero, ``inf``) than an
-# experiment, and would exhaust the machine or the budget. ``allow_large=true`` lifts them
+# experiment, and would exhaust the machine or the budget. ``ceilings=false`` lifts them
 # on purpose; every number must still be finite.
 DURATION_CEILING_S = 86_400.0  # a day, for any duration or timeout
 CEILINGS: dict[str, float] = {"attempts": 100, "workers": 256, "max_steps": 100_000,
@@ -109,7 +109,7 @@ CEILINGS: dict[str, float] = {"attempts": 100, "workers": 256, "max_steps": 100_
                               "cpus_per_attempt": 1024, "retries": 100,
                               "max_replacements": 10, "temperature": 10}
 SCHEDULE_CEILING = 100_000  # attempts in one panel (tasks x arms x attempts)
-_LIFT = "or set allow_large=true to lift the ceiling on purpose"
+_LIFT = "or set ceilings=false to lift the ceiling on purpose"
 
 
 def _minimum(key: str) -> int | None:
@@ -141,16 +141,16 @@ def _check_finite(value: Any, where: str, key: str) -> None:
             _check_finite(item, where, f"{key}[{i}]")
 
 
-def check_ranges(params: dict[str, Any], where: str, *, allow_large: bool = False) -> None:
+def check_ranges(params: dict[str, Any], where: str, *, ceilings: bool = True) -> None:
     """Refuse a count below 1, a duration below 0, a number that is not finite, and a
-    value above its ceiling (unless ``allow_large``).
+    value above its ceiling (unless ``ceilings`` is false).
 
     >>> check_ranges({"workers": 2, "think_s": 0.0}, "executor")
     """
     for key, value in params.items():
         _check_finite(value, where, key)
         if isinstance(value, dict):  # a nested block (agent.install: {timeout_s: ...})
-            check_ranges(value, f"{where}.{key}", allow_large=allow_large)
+            check_ranges(value, f"{where}.{key}", ceilings=ceilings)
             continue
         low = _minimum(key)
         if low is None or value is None:
@@ -162,7 +162,7 @@ def check_ranges(params: dict[str, Any], where: str, *, allow_large: bool = Fals
             raise InputError(f"configs/{where}", key, f"{value} is below {low}",
                              f"set {where}.{key} to {low} or more")
         high = _ceiling(key)
-        if high is not None and value > high and not allow_large:
+        if high is not None and value > high and ceilings:
             raise InputError(f"configs/{where}", key, f"{value:,} is above the ceiling "
                              f"{high:,g}", f"set {where}.{key} to {high:,g} or less, {_LIFT}")
 
@@ -185,12 +185,12 @@ def check_name(value: str, where: str, key: str) -> str:
     return value
 
 
-def _component(data: dict[str, Any], where: str, allow_large: bool = False) -> ComponentConfig:
+def _component(data: dict[str, Any], where: str, ceilings: bool = True) -> ComponentConfig:
     if not isinstance(data, dict):
         raise InputError(f"configs/{where}", "<group>", "expected a mapping")
     name = _require(data, "name", str, where)
     params = {k: v for k, v in data.items() if k != "name"}
-    check_ranges(params, where, allow_large=allow_large)
+    check_ranges(params, where, ceilings=ceilings)
     return ComponentConfig(name=name, params=params)
 
 
@@ -207,7 +207,7 @@ def _task_names(data: dict[str, Any], key: str) -> tuple[str, ...]:
     return names
 
 
-def panel_from_dict(data: dict[str, Any], *, allow_large: bool = False) -> PanelConfig:
+def panel_from_dict(data: dict[str, Any], *, ceilings: bool = True) -> PanelConfig:
     """Build a PanelConfig from the ``panel`` group, checking every field."""
     where = "panel"
     arms = _names(data, "arms", where)
@@ -220,17 +220,17 @@ def panel_from_dict(data: dict[str, Any], *, allow_large: bool = False) -> Panel
     attempts = _require(data, "attempts", int, where)
     if attempts < 1:
         raise InputError("configs/panel", "attempts", f"{attempts} < 1", "use at least 1")
-    check_ranges({"attempts": attempts}, where, allow_large=allow_large)
+    check_ranges({"attempts": attempts}, where, ceilings=ceilings)
     eligible, silent = _task_names(data, "eligible"), _task_names(data, "silent")
     if not eligible and not silent:
         raise InputError("configs/panel", "eligible/silent", "no tasks")
     check_ranges(dict(data.get("replacement") or {}), "panel.replacement",
-                 allow_large=allow_large)
+                 ceilings=ceilings)
     both = set(eligible) & set(silent)
     if both:
         raise InputError("configs/panel", "silent", f"{sorted(both)} are also eligible")
     size = (len(eligible) + len(silent)) * len(arms) * attempts
-    if size > SCHEDULE_CEILING and not allow_large:
+    if size > SCHEDULE_CEILING and ceilings:
         raise InputError("configs/panel", "attempts", f"the panel schedules {size:,} attempts, "
                          f"above the ceiling {SCHEDULE_CEILING:,}",
                          f"schedule fewer tasks, arms or attempts, {_LIFT}")
@@ -267,12 +267,12 @@ def run_config_from_dict(data: dict[str, Any],
         raise InputError("configs/config.yaml", "seed", f"{seed} is negative",
                          "use a seed of 0 or more")
     run, resume = _run_name(data)
-    large = _flag(data, "allow_large", "config.yaml")
+    ceilings = _flag(data, "ceilings", "config.yaml", default=True)
     return RunConfig(
-        panel=panel_from_dict(data["panel"], allow_large=large),
-        agent=_component(data["agent"], "agent", large),
-        environment=_component(data["environment"], "environment", large),
-        executor=_component(data["executor"], "executor", large), seed=seed,
+        panel=panel_from_dict(data["panel"], ceilings=ceilings),
+        agent=_component(data["agent"], "agent", ceilings),
+        environment=_component(data["environment"], "environment", ceilings),
+        executor=_component(data["executor"], "executor", ceilings), seed=seed,
         run=run, results_dir=str(data.get("results_dir", "results")),
         prereg=_optional_text(data, "prereg"),
         analyze=_flag(data, "analyze", "config.yaml", default=True),

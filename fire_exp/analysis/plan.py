@@ -79,7 +79,7 @@ class Contrast(_Model):
 
 
 # Resample ceilings: 10^7 and more run for minutes and exhaust a machine's memory; a plan
-# lifts them on purpose with ``allow_large: true``.
+# lifts them on purpose with ``ceilings: false``.
 RESAMPLE_CEILING = 1_000_000
 
 
@@ -130,7 +130,7 @@ class AnalysisPlan(_Model):
     missing_data: MissingData = Field(default_factory=lambda: MissingData())
     interaction: Interaction | None = None
     # Lifts the resample ceilings; a permission, not part of the analysis (not hashed).
-    allow_large: bool = Field(default=False, exclude=True)
+    ceilings: bool = Field(default=True, exclude=True)
 
     @model_validator(mode="after")
     def _meaningful(self) -> AnalysisPlan:
@@ -219,9 +219,9 @@ def check_plan_meaning(plan: AnalysisPlan) -> None:
         raise ValueError(f"reward_scale: {list(plan.reward_scale)} is not finite")
     for field, n in (("bootstrap.n_resamples", plan.bootstrap.n_resamples),
                      ("permutation.n_resamples", plan.permutation.n_resamples)):
-        if n > RESAMPLE_CEILING and not plan.allow_large:
+        if n > RESAMPLE_CEILING and plan.ceilings:
             raise ValueError(f"{field}: {n:,} is above the ceiling {RESAMPLE_CEILING:,}; "
-                             "use fewer, or set allow_large: true in the plan on purpose")
+                             "use fewer, or set ceilings: false in the plan on purpose")
 
 
 # libyaml's safe loader when PyYAML has it (it reads a plan several times faster).

@@ -37,7 +37,7 @@ def one_line_error(proc: subprocess.CompletedProcess[str]) -> str:
      "configs/environment: pids_limit: 0 is below 1"),
     ("agent.think_s=soon", "think_s: expected a number"),
     ("panel.attempts=0", "attempts: 0 < 1"),
-    # finite, and under a ceiling unless allow_large=true lifts it
+    # finite, and under a ceiling unless ceilings=false lifts it
     ("agent.think_s=inf", "configs/agent: think_s: inf is not a finite number"),
     ("agent.think_s=nan", "configs/agent: think_s: nan is not a finite number"),
     ("agent.think_s=100000", "think_s: 100,000 is above the ceiling 86,400"),
@@ -50,7 +50,7 @@ def one_line_error(proc: subprocess.CompletedProcess[str]) -> str:
     ("agent=claude-code agent.install.timeout_s=1e9",
      "configs/agent.install: timeout_s: 1,000,000,000.0 is above the ceiling 86,400"),
     ("analyze=maybe", "configs/config.yaml: analyze: expected true or false, got 'maybe'"),
-    ("allow_large=yes", "allow_large: expected true or false, got 'yes'"),
+    ("ceilings=no", "ceilings: expected true or false, got 'no'"),
     # listed twice
     ("panel.eligible=[serve-status-page,serve-status-page]",
      "eligible: task 'serve-status-page' is listed twice"),
@@ -128,7 +128,7 @@ def test_a_full_disk_stops_the_run_with_one_line_and_keeps_what_finished(
     assert finished, "nothing was recorded before the disk filled"
 
 
-def test_allow_large_lifts_the_ceilings_but_not_finiteness() -> None:
+def test_ceilings_false_lifts_the_ceilings_but_not_finiteness() -> None:
     from fire_exp.config import run_config_from_dict
     from fire_exp.errors import InputError
 
@@ -140,9 +140,9 @@ def test_allow_large_lifts_the_ceilings_but_not_finiteness() -> None:
 
     with pytest.raises(InputError, match="above the ceiling"):
         run_config_from_dict(config())
-    lifted = run_config_from_dict(config(allow_large=True))
+    lifted = run_config_from_dict(config(ceilings=False))
     assert lifted.panel.attempts == 1000 and lifted.agent.params["think_s"] == 1e6
-    infinite = config(allow_large=True)
+    infinite = config(ceilings=False)
     infinite["agent"] = {"name": "simulated", "think_s": float("inf")}
     with pytest.raises(InputError, match="not a finite number"):
         run_config_from_dict(infinite)

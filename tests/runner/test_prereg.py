@@ -182,15 +182,15 @@ def test_an_invalid_plan_is_never_frozen(tmp_path: Path, plan: str, message: str
     assert not manifest.exists()
 
 
-def test_allow_large_lifts_the_resample_ceiling(tmp_path: Path) -> None:
+def test_ceilings_false_lifts_the_resample_ceiling(tmp_path: Path) -> None:
     from fire_exp.analysis.plan import load_plan
 
     path = tmp_path / "plan.yaml"
     path.write_text("name: big\nseed: 1\nprimary: {contrast: real - sham}\n"
-                    "bootstrap: {n_resamples: 2000000}\nallow_large: true\n")
+                    "bootstrap: {n_resamples: 2000000}\nceilings: false\n")
     plan = load_plan(path)
     assert plan.bootstrap.n_resamples == 2_000_000
-    assert "allow_large" not in plan.model_dump()  # a permission, not part of the plan's hash
+    assert "ceilings" not in plan.model_dump()  # a permission, not part of the plan's hash
 
 
 def _freeze_demo(tmp_path: Path, *extra: str) -> subprocess.CompletedProcess[str]:
