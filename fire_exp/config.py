@@ -14,6 +14,7 @@ import re
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from fire_exp.arms.spec import ArmSpec, arm_specs_from_dict
 from fire_exp.errors import InputError
 
 
@@ -32,6 +33,20 @@ class PanelConfig:
     analysis: str = "default"
     replacement: dict[str, Any] = field(default_factory=dict)
     ablation: bool = False  # add a leave-one-family-out arm per family (policies/ablation.py)
+    # Arms declared by what they change (fire_exp/arms); an arm of ``arms`` not declared
+    # here is a registered preset.
+    declare: dict[str, ArmSpec] = field(default_factory=dict)
+
+    def as_dict(self) -> dict[str, Any]:
+        """The panel as composed values (what the config hash and the manifest hash).
+
+        A panel declaring no arms hashes as it did before arms could be declared, so the
+        paper's panels keep their config hash.
+        """
+        values = asdict(self)
+        if not self.declare:
+            values.pop("declare")
+        return values
 
     @property
     def tasks(self) -> list[tuple[str, str]]:
@@ -72,7 +87,7 @@ class RunConfig:
 
     def config_hash(self) -> str:
         """SHA-256 of what defines the experiment (not where or when it runs)."""
-        text = json.dumps({"panel": asdict(self.panel), "agent": asdict(self.agent),
+        text = json.dumps({"panel": self.panel.as_dict(), "agent": asdict(self.agent),
                            "environment": asdict(self.environment), "seed": self.seed},
                           sort_keys=True, default=list)
         return hashlib.sha256(text.encode()).hexdigest()
@@ -226,6 +241,11 @@ def panel_from_dict(data: dict[str, Any], *, ceilings: bool = True) -> PanelConf
         raise InputError("configs/panel", "eligible/silent", "no tasks")
     check_ranges(dict(data.get("replacement") or {}), "panel.replacement",
                  ceilings=ceilings)
+    declare = arm_specs_from_dict(data.get("declare"))
+    for name, spec in declare.items():
+        check_ranges(spec.agent, f"panel.declare.{name}.agent", ceilings=ceilings)
+        check_ranges(spec.environment, f"panel.declare.{name}.environment",
+                     ceilings=ceilings)
     both = set(eligible) & set(silent)
     if both:
         raise InputError("configs/panel", "silent", f"{sorted(both)} are also eligible")
@@ -242,7 +262,7 @@ def panel_from_dict(data: dict[str, Any], *, ceilings: bool = True) -> PanelConf
         controls=str(data.get("controls", "controls")),
         analysis=str(data.get("analysis", "default")),
         replacement=dict(data.get("replacement") or {}),
-        ablation=_flag(data, "ablation", where))
+        ablation=_flag(data, "ablation", where), declare=declare)
 
 
 def _flag(data: dict[str, Any], key: str, where: str, default: bool = False) -> bool:

@@ -77,7 +77,7 @@ def bridge_target(context: AttemptContext) -> BridgeTarget | None:
     if context.portfolio is None:
         raise EnvironmentFailure(f"attempt {context.attempt_id}: the arm's portfolio folder "
                                  "is unknown, so its hooks cannot be installed")
-    return BridgeTarget(portfolio=context.portfolio, arm=context.arm,
+    return BridgeTarget(portfolio=context.portfolio, arm=context.policies or context.arm,
                         controls=context.controls)
 
 

@@ -36,6 +36,9 @@ class AttemptContext:
         policy_arm: whether the arm runs policies (a non-policy arm installs no hooks).
         portfolio: the folder of the real portfolio the arm was built from (None: unknown).
         controls: the folder of the control sources (None: unknown).
+        policies: the registered arm its policies are built as ("": the arm itself; a
+            declared arm names the preset whose policies it runs).
+        files: the files the arm placed in the working folder, relative to it.
     """
 
     attempt_id: str
@@ -43,6 +46,8 @@ class AttemptContext:
     policy_arm: bool
     portfolio: str | None = None
     controls: str | None = None
+    policies: str = ""
+    files: tuple[str, ...] = ()
 
 
 class AgentTimeout(Exception):
@@ -77,15 +82,18 @@ class AgentSession:
         timeout_s: the agent's time budget (the task's ``[agent].timeout_sec``).
         context: the attempt and arm the agent runs in.
         command_timeout_s: the longest any single command may run.
+        task_text: the task's own instruction, which every event carries to the policies
+            (None: ``instruction``; an arm's added text reaches the agent, not them).
     """
 
     def __init__(self, env: Environment, runtime: PolicyRuntime, instruction: str,
                  timeout_s: float, context: AttemptContext,
-                 command_timeout_s: float = 120.0) -> None:
+                 command_timeout_s: float = 120.0, task_text: str | None = None) -> None:
         self.env = env
         self.context = context
         self.runtime = runtime
         self.instruction = instruction
+        self.task_text = instruction if task_text is None else task_text
         self.deadline = time.monotonic() + timeout_s
         self.command_timeout_s = command_timeout_s
         self.trajectory: list[Step] = []
@@ -104,14 +112,14 @@ class AgentSession:
 
     def begin(self) -> str:
         """Raise ``SessionStart``; returns any context a policy adds (else "")."""
-        decision = self.runtime.handle(Event("SessionStart", self.instruction))
+        decision = self.runtime.handle(Event("SessionStart", self.task_text))
         return "" if decision.is_allow else decision.text
 
     def bash(self, command: str, timeout: float | None = None) -> ToolResult:
         """Run one command in the environment, through the policy runtime."""
         self._check_deadline()
         step = self.n_commands + 1
-        pre = self.runtime.handle(Event("PreToolUse", self.instruction, command=command,
+        pre = self.runtime.handle(Event("PreToolUse", self.task_text, command=command,
                                         step=step))
         if pre.kind == "deny":
             self.trajectory.append(Step(len(self.trajectory), "command", command, None,
@@ -123,7 +131,7 @@ class AgentSession:
         output = result.output[-_OUTPUT_KEPT:]
         self.trajectory.append(Step(len(self.trajectory), "command", command,
                                     result.exit_code, output))
-        post = self.runtime.handle(Event("PostToolUse", self.instruction, command=command,
+        post = self.runtime.handle(Event("PostToolUse", self.task_text, command=command,
                                          output=output, exit_code=result.exit_code, step=step))
         context = pre.text if pre.kind == "instruct" else ""
         if post.kind != "allow":
@@ -138,7 +146,7 @@ class AgentSession:
         self.trajectory.append(Step(len(self.trajectory), "stop"))
         active = self.stop_rounds > 0
         self.stop_rounds += 1
-        decision = self.runtime.handle(Event("Stop", self.instruction, step=self.n_commands,
+        decision = self.runtime.handle(Event("Stop", self.task_text, step=self.n_commands,
                                              stop_hook_active=active))
         if decision.is_allow or self.stop_rounds > MAX_STOP_ROUNDS:
             return None

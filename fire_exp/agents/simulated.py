@@ -13,6 +13,12 @@ It writes what it "said" to ``logs/agent/transcript.jsonl`` in the shapes of
 ``agent=openai`` (a note and a tool call per command, the tool result, its stops); the
 transcript draws nothing and changes no outcome.
 
+An instruction file its arm placed in the working folder (``AGENTS.md``, ``CLAUDE.md``, as
+Codex and Claude Code read them) is read first, with ``cat``; a drawn mode whose remedy's
+cue is in the file is avoided before it happens, with the tier's uptake probability, and
+a file without any cue avoids one at the self-check rate. Without such a file nothing is
+read and nothing more is drawn.
+
 Script format::
 
     steps:
@@ -51,6 +57,8 @@ TIERS = ("weak", "mid", "strong")
 # slip from generic text alone.
 DEFAULT_UPTAKE = {"weak": 0.6, "mid": 0.8, "strong": 0.95}
 DEFAULT_SELF_CHECK = {"weak": 0.05, "mid": 0.1, "strong": 0.15}
+# Files an agent reads as standing instructions when its arm placed them in the working folder.
+INSTRUCTION_FILES = ("AGENTS.md", "CLAUDE.md")
 # Modelled prices, USD per million tokens (input, output).
 PRICES = {"weak": (0.25, 2.0), "mid": (1.25, 10.0), "strong": (5.0, 25.0)}
 
@@ -208,6 +216,9 @@ class _Run:
             t for t in (self.session.instruction, context) if t)})
         if context:
             self.respond(context)
+        for name in (f for f in self.session.context.files if f in INSTRUCTION_FILES):
+            self.said = f"Reading the instructions in {name} first."
+            self.heed(self.bash(f"cat {name}").output)
         stop_after = {m.stop_after for n, m in self.script.modes.items()
                       if n in self.drawn and m.stop_after}
         for i, step in enumerate(self.script.steps):
@@ -277,6 +288,23 @@ class _Run:
             self.apply(mode)
             applied = True
         return applied
+
+    def heed(self, text: str) -> None:
+        """Read standing instructions before acting: a drawn mode they cue is avoided."""
+        self.tokens_in += len(text) // 4
+        lowered = text.lower()
+        open_modes = [m for m in sorted(self.drawn - self.remedied)
+                      if self.script.modes[m].remedy is not None
+                      and self.script.modes[m].stop_after is None]
+        cued = [m for m in open_modes
+                if any(cue in lowered for cue in self.script.modes[m].remedy.cues)]  # type: ignore[union-attr]
+        if cued:
+            avoided = [m for m in cued if self.rng.random() < self.agent.uptake]
+        elif open_modes and self.rng.random() < self.agent.self_check:
+            avoided = [open_modes[int(self.rng.integers(len(open_modes)))]]
+        else:
+            avoided = []
+        self.drawn -= set(avoided)
 
     def apply(self, mode: str) -> None:
         remedy = self.script.modes[mode].remedy

@@ -12,6 +12,8 @@ from fire_exp.analysis.plan import AnalysisPlan
 
 __all__ = ["AnalysisResult"]
 
+_ONLY_WHEN_PRESENT = frozenset({"arm_changes"})  # tables of declared arms only
+
 
 @dataclass(frozen=True)
 class AnalysisResult:
@@ -78,6 +80,11 @@ class AnalysisResult:
         ablation: per leave-one-family-out arm ``real-minus-F``, family F's contribution
             real − (real minus F) on F's eligible tasks (``fire_exp.analysis.ablation``);
             empty without such arms.
+        arm_changes: per arm of a panel that declares its arms (``panel.declare``): ``arm,
+            description, changes`` (as frozen in prereg.json), ``models, records,
+            input_tokens, output_tokens, tokens_per_record, total_cost_usd,
+            cost_per_record_usd`` over every finished record; absent (not written) for a
+            panel of preset arms only.
 
     Attributes beyond the tables:
         plan: the plan analysed with.
@@ -113,6 +120,7 @@ class AnalysisResult:
     prereg: pd.DataFrame
     plan: AnalysisPlan
     ablation: pd.DataFrame = field(default_factory=pd.DataFrame)
+    arm_changes: pd.DataFrame = field(default_factory=pd.DataFrame)
     arms: tuple[str, ...] = ()
     reference: str = ""
     main_cohort: str = "all"
@@ -124,6 +132,8 @@ class AnalysisResult:
     notes: tuple[str, ...] = ()
 
     def tables(self) -> dict[str, pd.DataFrame]:
-        """The tables by name, in a fixed order."""
+        """The tables by name, in a fixed order (an empty table only some runs have, like
+        ``arm_changes``, left out)."""
         return {f.name: value for f in fields(self)
-                if isinstance(value := getattr(self, f.name), pd.DataFrame)}
+                if isinstance(value := getattr(self, f.name), pd.DataFrame)
+                and not (f.name in _ONLY_WHEN_PRESENT and value.empty)}

@@ -24,6 +24,7 @@ import scipy
 
 from fire_exp.analysis.ablation import ablation_contrasts
 from fire_exp.analysis.accounting import accounting_frame, prereg_frame, run_status, tier_label
+from fire_exp.analysis.arm_changes import arm_changes_frame
 from fire_exp.analysis.arms import (
     arms_in_order,
     cohort_attempts,
@@ -460,7 +461,8 @@ def analyze(source: str | Path | pd.DataFrame | LoadedAttempts | RunInputs,
         suite_transitions=suite_transitions,
         reliability=reliability_frame(suite, pass_k, results.scope(RELIABILITY_SCOPE)),
         tasks=tasks, accounting=accounting, prereg=prereg_frame(inputs.prereg), plan=plan,
-        ablation=ablation, arms=tuple(order),
+        ablation=ablation, arm_changes=arm_changes_frame(inputs.records, inputs.prereg, order),
+        arms=tuple(order),
         reference=suite.reference, main_cohort=main, suite_cohort=suite.cohort, k=suite.k,
         tier=tier_label(inputs.records, inputs.name),
         status=status,

@@ -1,8 +1,10 @@
 """The arms registry, the five arms of the paper, and the triggered sham of any portfolio.
 
-Every arm is registered once in :data:`ARM_REGISTRY` (name, builder, whether it is a
-policy arm); building a panel, the validity guard, the attempt and the order of a
-report's rows all look arms up there. The paper's five:
+Every built-in arm is registered once in :data:`ARM_REGISTRY` (name, builder, whether it
+is a policy arm); building a panel, the validity guard, the attempt and the order of a
+report's rows all look arms up there. An arm a panel declares (``panel.declare``,
+:mod:`fire_exp.arms`) is not registered: it names the registered arm whose policies it runs,
+and the registered arms are its presets. The paper's five:
 
 - ``real``: the portfolio's families.
 - ``sham``: the same eligibility, tracking and guards, so it fires at the same events, but

@@ -40,7 +40,7 @@ def pilot_rates(path: Path | str, *, arm: str, cohort: str, shrink: bool = False
     where = frame["arm"] == arm
     if cohort in cohorts:
         where &= frame["cohort"] == cohort
-    elif cohorts - {"all"}:
+    elif cohort != "all" and cohorts - {"all"}:  # a plan's "all": every pilot task
         raise InputError(path, "cohort", f"the pilot has no {cohort!r} tasks (it has "
                          f"{sorted(cohorts)})", "pilot the cohort of the primary contrast")
     per_task = frame[where].groupby("task")["passed"].agg(["sum", "count"])

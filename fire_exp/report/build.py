@@ -19,6 +19,7 @@ from fire_exp.analysis import AnalysisPlan, AnalysisResult, RunStatus, analyze, 
 from fire_exp.errors import InputError
 from fire_exp.report.ablation import ablation_figure, ablation_table
 from fire_exp.report.accounting import accounting_table, prereg_table
+from fire_exp.report.arm_changes import arm_changes_table
 from fire_exp.report.cohorts import interaction_table, tasks_table
 from fire_exp.report.figures import pass_rate_figure
 from fire_exp.report.plots import funnel_figure, heatmap_figure, pass_k_figure
@@ -124,6 +125,7 @@ def render_report(result: AnalysisResult, out: Path | str) -> Report:
     out = Path(out)
     tables = [build(result) for build in TABLE_BUILDERS]
     tables += [ablation_table(result.ablation)] if not result.ablation.empty else []
+    tables += [arm_changes_table(result.arm_changes)] if not result.arm_changes.empty else []
     banner = result.status.message if result.status.partial else ""
     for table in tables:
         write_table(table, out, banner)

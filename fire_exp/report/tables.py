@@ -69,9 +69,11 @@ def contrasts_table(result: AnalysisResult) -> ReportTable:
     if (data["n_tasks"] < 30).any():
         notes.append("Fewer than 30 tasks: percentile intervals under-cover; paired t "
                      "intervals are in contrasts.csv (t_ci_low_pp, t_ci_high_pp).")
-    return ReportTable("contrasts", "Contrasts: real minus each comparator (FIRE Table 3)",
-                       tuple(header), tuple(rows), data.reset_index(drop=True),
-                       notes=tuple(notes))
+    paper = all(arm in ARM_LABELS for name in plan.contrasts for arm in parse_contrast(name))
+    title = "Contrasts: real minus each comparator (FIRE Table 3)" if paper else \
+        "Contrasts of the analysis plan (as FIRE Table 3)"
+    return ReportTable("contrasts", title, tuple(header), tuple(rows),
+                       data.reset_index(drop=True), notes=tuple(notes))
 
 
 def _funnel_cells(r: pd.Series) -> tuple[str, ...]:

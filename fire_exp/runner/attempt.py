@@ -21,6 +21,7 @@ import numpy as np
 
 from fire_exp.agents.base import Agent, AgentOutcome, BoxedAgent, ProviderError
 from fire_exp.agents.session import AgentSession, AgentTimeout, AttemptContext
+from fire_exp.arms.place import ArmSetup, compose_instruction, place_files
 from fire_exp.environments.base import Environment, EnvironmentFailure, VerifierResult
 from fire_exp.environments.redaction import redact_tree
 from fire_exp.errors import ProtocolError
@@ -56,12 +57,18 @@ class AttemptSpec:
     config_hash: str = ""
     portfolio: str | None = None  # the real portfolio's folder (agents running hooks need it)
     controls: str | None = None  # the control sources' folder
+    policy_arm: bool | None = None  # whether the arm runs policies (None: the registry's)
+    policies: str = ""  # the registered arm its policies are built as ("": the arm itself)
 
-    def context(self) -> AttemptContext:
-        """What the agent is told about this attempt."""
+    def context(self, files: tuple[str, ...] = ()) -> AttemptContext:
+        """What the agent is told about this attempt (``files``: what its arm placed)."""
+        policy_arm = self.policy_arm
+        if policy_arm is None:
+            policy_arm = ARM_REGISTRY.get(self.arm).policy_arm
         return AttemptContext(attempt_id=self.attempt_id, arm=self.arm,
-                              policy_arm=ARM_REGISTRY.get(self.arm).policy_arm,
-                              portfolio=self.portfolio, controls=self.controls)
+                              policy_arm=policy_arm, portfolio=self.portfolio,
+                              controls=self.controls, policies=self.policies or self.arm,
+                              files=files)
 
 
 class _Cancelled(Exception):
@@ -147,11 +154,18 @@ def _run_agent(agent: Agent, session: AgentSession, rng: np.random.Generator
 
 def run_attempt(spec: AttemptSpec, env: Environment, agent: Agent, arm_families: Sequence[Family],
                 coding: Sequence[Family], *, rng: np.random.Generator,
-                versions: dict[str, str] | None = None) -> AttemptRecord:
-    """Run one attempt and return its record. Never raises for an attempt's failure."""
+                versions: dict[str, str] | None = None,
+                setup: ArmSetup | None = None) -> AttemptRecord:
+    """Run one attempt and return its record. Never raises for an attempt's failure.
+
+    ``setup`` is what the arm changes besides its policies: its files are placed in the
+    working folder once the environment started, its text follows the task's instruction.
+    """
     started_at, t0 = now_iso(), time.monotonic()
     task = env.task
-    context = spec.context()
+    context = spec.context(setup.placed if setup is not None else ())
+    instruction = task.instruction if setup is None else \
+        compose_instruction(task.instruction, setup.spec)
     runtime = PolicyRuntime(arm_families, task.instruction)
     session: AgentSession | None = None
     outcome, cause, error = AgentOutcome(), None, None
@@ -165,12 +179,14 @@ def run_attempt(spec: AttemptSpec, env: Environment, agent: Agent, arm_families:
             if isinstance(agent, BoxedAgent):  # it runs inside the box (a CLI in a container)
                 agent.place(env)
             env.start()
+            if setup is not None:
+                place_files(env, setup.files)
         except EnvironmentFailure as exc:
             cause, error = Cause.ENVIRONMENT_FAILED, str(exc)
         t_env = time.monotonic() - t0
         if cause is None:
-            session = AgentSession(env, runtime, task.instruction, task.agent.timeout_sec,
-                                   context)
+            session = AgentSession(env, runtime, instruction, task.agent.timeout_sec,
+                                   context, task_text=task.instruction)
             outcome, cause, error = _run_agent(agent, session, rng)
             t_agent = time.monotonic() - t0 - t_env
             if not env.cancelled.is_set() and cause not in NO_VERIFIER_CAUSES:

@@ -18,16 +18,22 @@ import functools
 import importlib.metadata
 import platform
 import sys
+from collections.abc import Mapping
+from pathlib import Path
+
+import yaml
 
 from fire_exp import __version__
 from fire_exp.agents.base import BoxedAgent, preflight_agent
 from fire_exp.agents.simulated import load_script
 from fire_exp.analysis.plan import load_plan
 from fire_exp.analysis.run import resolve_plan
-from fire_exp.config import ComponentConfig, RunConfig
+from fire_exp.arms.build import arm_policies, arm_spec
+from fire_exp.arms.place import arm_setup, check_fair
+from fire_exp.arms.spec import ArmSpec, resolve_agent_config
+from fire_exp.config import ComponentConfig, RunConfig, check_ranges
 from fire_exp.errors import InputError
 from fire_exp.policies.ablation import ablation_arms
-from fire_exp.policies.arms import build_arm
 from fire_exp.policies.loader import load_portfolio
 from fire_exp.registry import REGISTRY
 from fire_exp.runner.model import AgentFactory, EnvironmentFactory, Executor, Panel, Report
@@ -93,20 +99,51 @@ def _load_tasks(config: RunConfig) -> dict[str, Task]:
             raise InputError(f"configs/panel/{pc.name}.yaml", "eligible/silent",
                              f"task {name!r} not found in {suite}")
         tasks[name] = load_task(path)
-    if config.agent.name == "simulated":
-        for task in tasks.values():
-            if task.simulation_script is None:
-                raise InputError(task.path, "simulated.yaml", "missing",
-                                 "the simulated agent needs a script beside each task")
-            try:
-                load_script(task.simulation_script)
-            except (UnicodeDecodeError, RecursionError, ValueError) as exc:  # not InputError
-                if isinstance(exc, InputError):
-                    raise
-                raise InputError(task.simulation_script, "<yaml>", "not UTF-8 text, nested "
-                                 "too deeply, or a number of thousands of digits",
-                                 "save it as plain UTF-8 YAML") from None
     return tasks
+
+
+def _check_scripts(tasks: Mapping[str, Task]) -> None:
+    """Every task has a valid script for the simulated agent."""
+    for task in tasks.values():
+        if task.simulation_script is None:
+            raise InputError(task.path, "simulated.yaml", "missing",
+                             "the simulated agent needs a script beside each task")
+        try:
+            load_script(task.simulation_script)
+        except (UnicodeDecodeError, RecursionError, ValueError) as exc:  # not an InputError
+            raise InputError(task.simulation_script, "<yaml>", "not UTF-8 text, nested too "
+                             "deeply, or a number of thousands of digits",
+                             "save it as plain UTF-8 YAML") from exc
+
+
+def _agent_config_file(path: Path) -> ComponentConfig:
+    """An agent config file read as Hydra would compose it alone (no interpolation)."""
+    data = yaml.safe_load(path.read_text(encoding="utf-8"))
+    if not isinstance(data, dict) or not isinstance(data.get("name"), str):
+        raise InputError(path, "name", "not an agent config", "see configs/agent/*.yaml")
+    params = {k: v for k, v in data.items() if k != "name"}
+    check_ranges(params, f"agent ({path.name})")
+    return ComponentConfig(data["name"], params)
+
+
+def _arm_components(config: RunConfig, specs: Mapping[str, ArmSpec]
+                    ) -> tuple[dict[str, AgentFactory], dict[str, EnvironmentFactory]]:
+    """The agent and environment factories of the arms that change their parameters."""
+    agents, environments = {}, {}
+    for name, spec in specs.items():
+        try:
+            if spec.agent or spec.agent_config:
+                base = config.agent if spec.agent_config is None else \
+                    _agent_config_file(resolve_agent_config(spec.agent_config, name))
+                agents[name] = agent_factory(ComponentConfig(
+                    base.name, {**base.params, **spec.agent}))
+            if spec.environment:
+                environments[name] = environment_factory(ComponentConfig(
+                    config.environment.name,
+                    {**config.environment.params, **spec.environment}))
+        except InputError as exc:  # name the arm whose parameters the component refused
+            raise InputError("configs/panel", f"declare.{name}", str(exc)) from None
+    return agents, environments
 
 
 def build_panel(config: RunConfig) -> Panel:
@@ -118,10 +155,18 @@ def build_panel(config: RunConfig) -> Panel:
     controls = load_portfolio(pc.controls)
     plan_path = resolve_plan(pc.analysis, field="panel.analysis").resolve()
     arm_names = list(ablation_arms(pc.arms, portfolio.families, pc.ablation))
+    specs = {arm: arm_spec(arm, pc.declare) for arm in arm_names}
+    setups = {arm: arm_setup(spec) for arm, spec in specs.items() if spec.declared}
+    for setup in setups.values():
+        check_fair(setup, tasks)
+    arm_agents, arm_environments = _arm_components(config, specs)
+    if "simulated" in {config.agent.name, *(f.name for f in arm_agents.values())}:
+        _check_scripts(tasks)
     return Panel(
         name=pc.name, seed=config.seed, tasks=tasks, cohorts=dict(pc.tasks),
         portfolio=portfolio, controls=controls,
-        arms={arm: build_arm(arm, portfolio, controls) for arm in arm_names},
+        arms={arm: arm_policies(spec, portfolio, controls) for arm, spec in specs.items()},
+        setups=setups, arm_agents=arm_agents, arm_environments=arm_environments,
         analysis_plan=plan_path, plan=load_plan(plan_path),
         replacement=ReplacementRule.from_config(pc.replacement, where),
         agent=agent_factory(config.agent), environment=environment_factory(config.environment),
@@ -140,10 +185,15 @@ def prepare_panel(panel: Panel, report: Report | None = None) -> None:
     def stderr(line: str) -> None:
         print(line, file=sys.stderr, flush=True)
 
-    agent = panel.agent.make()
     tasks = list(panel.tasks.values())
-    preflight_agent(agent, panel.environment.name)
-    panel.environment.preflight()
-    panel.environment.prepare(tasks, report or stderr)
-    if isinstance(agent, BoxedAgent):  # e.g. an agent CLI installed into every task image
-        agent.prepare_boxes(panel.environment.name, tasks, panel.environment.params)
+    environments = [panel.environment, *panel.arm_environments.values()]
+    for factory in [panel.agent, *panel.arm_agents.values()]:
+        preflight_agent(factory.make(), panel.environment.name)
+    for environment in environments:
+        environment.preflight()
+        environment.prepare(tasks, report or stderr)
+    for factory in [panel.agent, *panel.arm_agents.values()]:
+        agent = factory.make()
+        if isinstance(agent, BoxedAgent):  # e.g. an agent CLI installed into every task image
+            for environment in environments:
+                agent.prepare_boxes(environment.name, tasks, environment.params)

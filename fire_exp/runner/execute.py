@@ -9,6 +9,7 @@ from pathlib import Path
 import numpy as np
 
 from fire_exp.agents.base import Agent
+from fire_exp.arms.place import ArmSetup
 from fire_exp.environments.base import Environment
 from fire_exp.policies.arms import ArmPolicies
 from fire_exp.policies.model import Family
@@ -30,28 +31,33 @@ class Attempt:
     agent: Agent
     arm: ArmPolicies
     coding: tuple[Family, ...]
+    setup: ArmSetup | None = None  # what the arm changes besides its policies
 
     def run(self) -> AttemptRecord:
         """Run the attempt to its record (never raises for the attempt's own failure)."""
         return run_attempt(self.spec, self.environment, self.agent, self.arm.families,
                            self.coding, rng=np.random.default_rng(self.spec.seed),
-                           versions=versions())
+                           versions=versions(), setup=self.setup)
 
 
 def build_attempt(panel: Panel, job: AttemptJob) -> Attempt:
     """The objects of ``job``'s attempt: its spec, a fresh environment and agent, its arm."""
     item = job.item
     task = panel.tasks[item.task]
+    arm = panel.arms[item.arm]
+    setup = panel.setup_for(item.arm)
     spec = AttemptSpec(run=job.run, panel=panel.name, attempt_id=job.attempt_id,
                        task=item.task, cohort=item.cohort, arm=item.arm,
                        replicate=item.replicate, order=item.order, seed=item.seed,
-                       config_hash=panel.config_hash, portfolio=str(panel.portfolio.path),
-                       controls=str(panel.controls.path))
+                       config_hash=panel.config_hash,
+                       portfolio=str(arm.portfolio or panel.portfolio.path),
+                       controls=str(arm.controls or panel.controls.path),
+                       policy_arm=arm.policy_arm, policies=setup.spec.policy_source)
     return Attempt(spec=spec,
-                   environment=panel.environment.make(task, Path(job.attempt_dir),
-                                                      job.attempt_id),
-                   agent=panel.agent.make(), arm=panel.arms[item.arm],
-                   coding=panel.portfolio.families)
+                   environment=panel.environment_for(item.arm).make(
+                       task, Path(job.attempt_dir), job.attempt_id),
+                   agent=panel.agent_for(item.arm).make(), arm=arm,
+                   coding=panel.portfolio.families, setup=setup)
 
 
 def execute(job: AttemptJob, panel: Panel, live: set[Environment] | None = None

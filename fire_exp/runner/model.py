@@ -11,12 +11,14 @@ from __future__ import annotations
 import functools
 from collections import deque
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Protocol
 
 from fire_exp.agents.base import Agent
 from fire_exp.analysis.plan import AnalysisPlan
+from fire_exp.arms.place import ArmSetup
+from fire_exp.arms.spec import preset
 from fire_exp.config import RunConfig
 from fire_exp.environments.base import Environment
 from fire_exp.policies.arms import ArmPolicies
@@ -98,6 +100,23 @@ class Panel:
     executor: Executor
     schedule: list[ScheduledAttempt]
     config: RunConfig  # what the panel was built from: hashed, and sent to Ray workers
+    # Per arm: what it changes besides its policies (files, instruction), and its own
+    # agent or environment where it changes their parameters (else the panel's).
+    setups: dict[str, ArmSetup] = field(default_factory=dict)
+    arm_agents: dict[str, AgentFactory] = field(default_factory=dict)
+    arm_environments: dict[str, EnvironmentFactory] = field(default_factory=dict)
+
+    def agent_for(self, arm: str) -> AgentFactory:
+        """The agent factory of ``arm`` (the panel's unless the arm changes its parameters)."""
+        return self.arm_agents.get(arm, self.agent)
+
+    def environment_for(self, arm: str) -> EnvironmentFactory:
+        """The environment factory of ``arm`` (the panel's unless the arm changes it)."""
+        return self.arm_environments.get(arm, self.environment)
+
+    def setup_for(self, arm: str) -> ArmSetup:
+        """What ``arm`` changes besides its policies (a preset: nothing)."""
+        return self.setups.get(arm) or ArmSetup(preset(arm))
 
     @functools.cached_property
     def config_hash(self) -> str:

@@ -22,11 +22,12 @@ from typing import Any
 from fire_exp import __version__
 from fire_exp.analysis.dry_run import dry_analysis
 from fire_exp.analysis.plan import check_plan_for_panel, load_plan
+from fire_exp.arms.spec import resolve_agent_config
 from fire_exp.config import RunConfig
 from fire_exp.errors import PreregistrationError
 from fire_exp.manifest import FORMAT, read_manifest
 from fire_exp.paths import CONFIG_DIR, PACKAGE_DIR
-from fire_exp.policies.arms import ARMS
+from fire_exp.policies.arms import ARM_REGISTRY, ARMS
 from fire_exp.records import now_iso
 from fire_exp.runner.build import Panel
 from fire_exp.runner.schedule import schedule_digest
@@ -80,7 +81,8 @@ def check_plan(panel: Panel) -> None:
     (:func:`fire_exp.analysis.dry_run.dry_analysis`), so the analysis cannot fail later."""
     plan = load_plan(panel.analysis_plan)
     # panel.arms: the configured arms and the leave-one-family-out arms ablation=true adds
-    check_plan_for_panel(plan, panel.analysis_plan, list(panel.arms), ARMS)
+    check_plan_for_panel(plan, panel.analysis_plan, list(panel.arms),
+                         [*ARMS, *panel.config.panel.declare])
     dry_analysis(plan, panel.analysis_plan, panel.cohorts, list(panel.arms),
                  panel.config.panel.attempts)
 
@@ -106,16 +108,71 @@ def panel_hashes(panel: Panel) -> dict[str, dict[str, str]]:
         items[f"config_file:{group}"] = {"path": str(config_path), "sha256": _file_sha(config_path)}
     for key, value in (("agent_config", asdict(cfg.agent)),
                        ("environment_config", asdict(cfg.environment)),
-                       ("panel_config", asdict(cfg.panel))):
+                       ("panel_config", cfg.panel.as_dict())):
         group = key.split("_")[0]
         items[key] = {"path": f"{files[group]} (values as composed, overrides included)",
                       "sha256": _sha(json.dumps(value, sort_keys=True, default=list))}
+    items.update(arm_hashes(panel, files["panel"]))
     items["schedule"] = {"path": f"schedule (seed {cfg.seed})",
                          "sha256": schedule_digest(panel.schedule)}
     sources = harness_file_hashes()
     items["harness"] = {"path": f"fire-exp {__version__} ({len(sources)} source files)",
                         "sha256": _digest(sources)}
     return items
+
+
+def arm_hashes(panel: Panel, config_file: Path) -> dict[str, dict[str, str]]:
+    """What each declared arm changes: ``arm:NAME`` its settings as composed values,
+    ``arm_file:NAME:DEST`` each file it places (byte for byte), ``arm_agent:NAME`` its own
+    agent's config as composed (and ``arm_agent_file:NAME`` the agent config file it names),
+    ``arm_policy:NAME:FILE`` the policy and control sources of a portfolio of its own.
+    Presets add nothing: their policies are the panel's portfolio and controls, hashed
+    above."""
+    items: dict[str, dict[str, str]] = {}
+    for name, setup in sorted(panel.setups.items()):
+        spec = setup.spec
+        items[f"arm:{name}"] = {
+            "path": f"{config_file} declare.{name} (values as composed, overrides included)",
+            "sha256": _sha(spec.settings_json())}
+        for placed in setup.files:
+            items[f"arm_file:{name}:{placed.dest}"] = {"path": str(placed.source),
+                                                      "sha256": placed.sha256}
+        if name in panel.arm_agents:  # its own agent: the config file and values as composed
+            agent = panel.arm_agents[name]
+            source = config_file if spec.agent_config is None else \
+                resolve_agent_config(spec.agent_config, name)
+            items[f"arm_agent:{name}"] = {
+                "path": f"{source} (agent {agent.name}, values as composed)",
+                "sha256": _sha(json.dumps({"name": agent.name, "params": dict(agent.params)},
+                                          sort_keys=True, default=list))}
+            if spec.agent_config is not None:
+                items[f"arm_agent_file:{name}"] = {"path": str(source),
+                                                   "sha256": _file_sha(source)}
+        arm = panel.arms[name]
+        for folder, default in ((arm.portfolio, panel.portfolio.path),
+                                (arm.controls, panel.controls.path)):
+            if folder is None or folder == default:
+                continue
+            for file in sorted(f for f in folder.iterdir() if f.is_file()
+                               and f.suffix in (".py", ".md")):
+                items[f"arm_policy:{name}:{folder.name}/{file.name}"] = {
+                    "path": str(file), "sha256": _file_sha(file)}
+    return items
+
+
+def declared_arms(panel: Panel) -> dict[str, Any]:
+    """``{"arms": {NAME: what it changes}}`` for a panel that declares arms, for the report
+    (the hashes above are what verification compares); ``{}`` for preset arms only."""
+    if not panel.setups:
+        return {}
+    arms = {}
+    for name in panel.arms:
+        spec = panel.setup_for(name).spec
+        description = spec.description or ("" if spec.declared else
+                                           ARM_REGISTRY.get(name).description)
+        arms[name] = {"description": description, "changes": spec.changes(),
+                      "settings": spec.settings()}
+    return {"arms": arms}
 
 
 def task_file_hashes(path: Path) -> dict[str, str]:
@@ -167,6 +224,7 @@ def build_manifest(panel: Panel) -> dict[str, Any]:
                        for name, task in sorted(panel.tasks.items())},
         "harness_files": harness_file_hashes(),
         "schedule": [asdict(s) for s in panel.schedule],
+        **declared_arms(panel),
     }
 
 
