@@ -36,6 +36,10 @@ class PanelConfig:
     # Arms declared by what they change (fire_exp/arms); an arm of ``arms`` not declared
     # here is a registered preset.
     declare: dict[str, ArmSpec] = field(default_factory=dict)
+    # Spending caps (runner/stopping.py): operational, so not hashed with the experiment;
+    # a run stopped by one resumes under a larger one.
+    budget_usd: float | None = None
+    budget_attempts: int | None = None
 
     def as_dict(self) -> dict[str, Any]:
         """The panel as composed values (what the config hash and the manifest hash).
@@ -46,6 +50,8 @@ class PanelConfig:
         values = asdict(self)
         if not self.declare:
             values.pop("declare")
+        for key in ("budget_usd", "budget_attempts"):  # spending caps are not the experiment
+            values.pop(key)
         return values
 
     @property
@@ -80,6 +86,7 @@ class RunConfig:
     prereg: str | None = None
     analyze: bool = True
     resume: str | None = None  # the run being resumed (``run`` is then the same name)
+    cost_pilot: str | None = None  # attempts to project the cost from (runner/projection.py)
     # The file each config group was composed from (Hydra's choices, e.g. panel -> demo),
     # recorded at the entry point so the preregistration can hash the files anywhere
     # (a Ray worker rebuilds the panel without Hydra).
@@ -262,7 +269,23 @@ def panel_from_dict(data: dict[str, Any], *, ceilings: bool = True) -> PanelConf
         controls=str(data.get("controls", "controls")),
         analysis=str(data.get("analysis", "default")),
         replacement=dict(data.get("replacement") or {}),
-        ablation=_flag(data, "ablation", where), declare=declare)
+        ablation=_flag(data, "ablation", where), declare=declare,
+        budget_usd=_budget(data, "budget_usd", float),
+        budget_attempts=_budget(data, "budget_attempts", int))
+
+
+def _budget(data: dict[str, Any], key: str, kind: type) -> Any:
+    """A spending cap: None (no cap) or a positive number (``budget_attempts`` whole)."""
+    value = data.get(key)
+    if value is None:
+        return None
+    whole = kind is int
+    if isinstance(value, bool) or not isinstance(value, int if whole else int | float) \
+            or not value > 0:
+        what = "a whole number of attempts" if whole else "a positive amount in US dollars"
+        raise InputError("configs/panel", key, f"expected {what}, got {value!r}",
+                         f"set panel.{key}=<{'N' if whole else 'USD'}> or leave it unset")
+    return kind(value)
 
 
 def _flag(data: dict[str, Any], key: str, where: str, default: bool = False) -> bool:
@@ -296,15 +319,18 @@ def run_config_from_dict(data: dict[str, Any],
         run=run, results_dir=str(data.get("results_dir", "results")),
         prereg=_optional_text(data, "prereg"),
         analyze=_flag(data, "analyze", "config.yaml", default=True),
-        resume=resume,
+        resume=resume, cost_pilot=_optional_text(data, "cost_pilot"),
         choices=dict(choices or {}))
 
 
 def _optional_text(data: dict[str, Any], key: str) -> str | None:
     value = data.get(key)
-    if value is not None and not isinstance(value, str):
-        raise InputError("configs/config.yaml", key, f"expected a path, got {value!r}")
-    return value or None
+    if value in (None, ""):
+        return None
+    if not isinstance(value, str):
+        raise InputError("configs/config.yaml", key, f"expected a path, got {value!r}",
+                         f"set {key}=PATH or leave it unset")
+    return value
 
 
 def _run_name(data: dict[str, Any]) -> tuple[str, str | None]:

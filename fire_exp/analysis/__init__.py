@@ -11,6 +11,13 @@ from fire_exp.analysis.load import LoadedAttempts, load_attempts, normalize_fram
 from fire_exp.analysis.plan import AnalysisPlan, load_plan, parse_contrast
 from fire_exp.analysis.result import AnalysisResult
 from fire_exp.analysis.run import PlanChoice, RunInputs, choose_plan, read_run, resolve_plan
+from fire_exp.analysis.sequential import (
+    FrozenOrder,
+    SequentialState,
+    read_stop,
+    sequential_state,
+    sequential_summary,
+)
 from fire_exp.analysis.tables import CONTRAST_LEADING_COLUMNS, analyze
 from fire_exp.analysis.tiers import compare_tiers
 
@@ -19,10 +26,12 @@ __all__ = [
     "CONTRAST_LEADING_COLUMNS",
     "AnalysisPlan",
     "AnalysisResult",
+    "FrozenOrder",
     "LoadedAttempts",
     "PlanChoice",
     "RunInputs",
     "RunStatus",
+    "SequentialState",
     "analyze",
     "arms_in_order",
     "check_conformance",
@@ -34,5 +43,8 @@ __all__ = [
     "normalize_frame",
     "parse_contrast",
     "read_run",
+    "read_stop",
     "resolve_plan",
+    "sequential_state",
+    "sequential_summary",
 ]

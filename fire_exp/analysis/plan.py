@@ -20,6 +20,7 @@ from typing import Annotated, Literal
 import yaml
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError, model_validator
 
+from fire_exp.analysis.plan_sequential import SequentialPlan
 from fire_exp.errors import InputError
 from fire_exp.files import read_text, unknown_key_message
 from fire_exp.policies.ablation import is_ablation_arm
@@ -129,6 +130,7 @@ class AnalysisPlan(_Model):
     multiplicity: Multiplicity = Field(default_factory=lambda: Multiplicity())
     missing_data: MissingData = Field(default_factory=lambda: MissingData())
     interaction: Interaction | None = None
+    sequential: SequentialPlan | None = None  # analysis/plan_sequential.py
     # Lifts the resample ceilings; a permission, not part of the analysis (not hashed).
     ceilings: bool = Field(default=True, exclude=True)
 
@@ -178,7 +180,10 @@ class AnalysisPlan(_Model):
 
     def plan_hash(self) -> str:
         """SHA-256 of the plan's canonical JSON (what a preregistration freezes)."""
-        text = json.dumps(self.model_dump(mode="json"), sort_keys=True, separators=(",", ":"))
+        # A plan without a sequential section hashes as it did before the section existed.
+        dumped = self.model_dump(mode="json", exclude={"sequential"} if self.sequential is None
+                                 else None)
+        text = json.dumps(dumped, sort_keys=True, separators=(",", ":"))
         return hashlib.sha256(text.encode()).hexdigest()
 
 
@@ -261,7 +266,8 @@ def load_plan(path: Path | str) -> AnalysisPlan:
         named = re.match(r"([a-z_]+(?:\.[a-z_0-9]+)*): (.*)", message, re.S)
         if field == "<plan>" and named:  # a whole-plan check names its own field
             field, message = named.groups()
-        raise InputError(path, field, message, "see analysis/default.yaml") from exc
+        example = "sequential" if field.startswith("sequential") else "default"
+        raise InputError(path, field, message, f"see analysis/{example}.yaml") from exc
 
 
 def _keys_at(loc: tuple[int | str, ...]) -> list[str]:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
+from typing import Any
 
 import pandas as pd
 
@@ -99,6 +100,9 @@ class AnalysisResult:
         metadata: how the tables were made (plan name, hash, file and where it came
             from, seed, library versions, record counts), JSON-serialisable.
         notes: what was skipped and why.
+        sequential: the sequential test of a plan with a ``sequential:`` section
+            (``fire_exp.analysis.sequential.sequential_summary``), else None; written as
+            ``sequential.json`` and ``sequential.md``.
     """
 
     pass_rates: pd.DataFrame
@@ -130,6 +134,7 @@ class AnalysisResult:
     status: RunStatus = field(default_factory=RunStatus)
     metadata: Mapping[str, object] = field(default_factory=dict)
     notes: tuple[str, ...] = ()
+    sequential: Mapping[str, Any] | None = None
 
     def tables(self) -> dict[str, pd.DataFrame]:
         """The tables by name, in a fixed order (an empty table only some runs have, like

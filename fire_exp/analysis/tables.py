@@ -14,7 +14,7 @@ the result.
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -23,7 +23,13 @@ import pandas as pd
 import scipy
 
 from fire_exp.analysis.ablation import ablation_contrasts
-from fire_exp.analysis.accounting import accounting_frame, prereg_frame, run_status, tier_label
+from fire_exp.analysis.accounting import (
+    RunStatus,
+    accounting_frame,
+    prereg_frame,
+    run_status,
+    tier_label,
+)
 from fire_exp.analysis.arm_changes import arm_changes_frame
 from fire_exp.analysis.arms import (
     arms_in_order,
@@ -45,6 +51,7 @@ from fire_exp.analysis.reliability import (
 from fire_exp.analysis.resamples import BootstrapResults, SharedBootstrap
 from fire_exp.analysis.result import AnalysisResult
 from fire_exp.analysis.run import PlanChoice, RunInputs, choose_plan, read_run, resolve_plan
+from fire_exp.analysis.sequential import read_stop, sequential_summary
 from fire_exp.analysis.suite import (
     SUITE_SCOPE,
     Suite,
@@ -354,6 +361,16 @@ def _inputs(source: str | Path | pd.DataFrame | LoadedAttempts | RunInputs,
     return read_run(source, merge_runs=merge_runs, plan=plan)
 
 
+def _stopped_status(status: RunStatus, inputs: RunInputs) -> RunStatus:
+    """The status of a run that stopped before its end (its ``stopped.json``) says why, so
+    the report's banner names the rule or the budget that stopped it."""
+    stop = read_stop(inputs.path.parent) if inputs.path is not None else None
+    if stop is None:
+        return status
+    message = "; ".join(part for part in (str(stop["line"]), status.message) if part)
+    return replace(status, partial=True, message=message)
+
+
 def _metadata(choice: PlanChoice, inputs: RunInputs, att: pd.DataFrame, k: int,
               ) -> dict[str, object]:
     plan, loaded, manifest = choice.plan, inputs.loaded, inputs.prereg or {}
@@ -433,7 +450,7 @@ def analyze(source: str | Path | pd.DataFrame | LoadedAttempts | RunInputs,
                      "raised: that family is uncoded there (see coding_errors in the records)")
     funnel, family_funnel = funnel_frames(att, loaded.families, plan.cohorts)
     suite_transitions, left_out = suite_transitions_frame(suite)
-    status = run_status(inputs.records, inputs.prereg)
+    status = _stopped_status(run_status(inputs.records, inputs.prereg), inputs)
     errors = errors_frame(att, loaded.superseded)
     near_miss = near_miss_frame(att, loaded.families, order, main)
     tasks = tasks_frame(aggs)
@@ -449,6 +466,11 @@ def analyze(source: str | Path | pd.DataFrame | LoadedAttempts | RunInputs,
     pass_rates = arms.drop(columns=cost_cols) if len(arms) else arms
     cost = arms[key_cols + cost_cols] if len(arms) else arms
     pass_k = pass_k_frame(arm_rows)
+    sequential = sequential_summary(inputs.records.finished if inputs.records else None, plan,
+                                    inputs.prereg, inputs.path.parent if inputs.path else None)
+    if sequential is not None and sequential.get("fixed_size_after_optional_stop"):
+        notes.append("the fixed-size tables were computed after an optional stop "
+                     f"({sequential['line']}): the sequential test is the primary result")
     return AnalysisResult(
         pass_rates=pass_rates, contrasts=contrasts, sensitivity=sensitivity,
         interaction=_interaction_frame(plan, diffs, results),
@@ -468,4 +490,4 @@ def analyze(source: str | Path | pd.DataFrame | LoadedAttempts | RunInputs,
         status=status,
         metadata={**_metadata(choice, inputs, att, k), "suite_transitions_left_out": left_out,
                   "run_status": asdict(status)},
-        notes=tuple(notes))
+        notes=tuple(notes), sequential=sequential)

@@ -17,10 +17,13 @@ from hydra.errors import HydraException
 from omegaconf import OmegaConf
 from omegaconf.errors import OmegaConfBaseException
 
+from fire_exp.analysis.plan import load_plan
+from fire_exp.analysis.run import resolve_plan
 from fire_exp.cli._hydra import to_run_config
 from fire_exp.paths import CONFIG_DIR
 from fire_exp.power.output import write_power
 from fire_exp.power.panel import panel_power
+from fire_exp.power.sequential import sequential_grid, sequential_sentence, write_sequential
 from fire_exp.power.settings import PowerSettings, power_settings
 
 __all__ = ["main", "power_overrides"]
@@ -61,6 +64,7 @@ def main(argv: list[str]) -> int:
     config = to_run_config(cfg)
     settings = power_settings(raw if isinstance(raw, dict) else None)  # type: ignore[arg-type]
     result = panel_power(config, settings)
+    plan = load_plan(resolve_plan(config.panel.analysis, field="panel.analysis"))
     paths = write_power(result.out, result.grid, result.mde, result.meta,
                         target=settings.target_power,
                         title=f"panel {result.meta['panel']}: {result.meta['primary']} on "
@@ -70,4 +74,11 @@ def main(argv: list[str]) -> int:
         print(f"note: {note}", file=sys.stderr)
     print(f"wrote {', '.join(p.name for p in paths)} to {result.out}", file=sys.stderr)
     print(result.count.sentence(str(result.meta["panel"]), result.panel_tasks))
+    if plan.sequential is not None and result.spec is not None:
+        grid = sequential_grid(result.spec, plan.sequential, arms=len(config.panel.arms),
+                               price_usd=settings.price_usd)
+        written = write_sequential(result.out, grid, result.grid)
+        print(f"wrote {', '.join(p.name for p in written)} to {result.out}", file=sys.stderr)
+        print(sequential_sentence(grid, result.panel_tasks, config.panel.attempts,
+                                  settings.target_effect, settings.target_power))
     return 0

@@ -21,9 +21,12 @@ from fire_exp.cli._hydra import hydra_main
 from fire_exp.cli.freeze import default_prereg_path
 from fire_exp.config import RunConfig
 from fire_exp.errors import InputError
+from fire_exp.records import read_records
 from fire_exp.runner.build import Panel, build_panel, prepare_panel
 from fire_exp.runner.panel import RunResult, run_panel
 from fire_exp.runner.prereg import verify_manifest, write_manifest
+from fire_exp.runner.projection import pilot_records, projected_cost
+from fire_exp.runner.replacement import owed_attempts
 
 
 def preregister(panel: Panel, run_dir: Path) -> str:
@@ -68,7 +71,7 @@ def resume_command(argv: list[str], run: str) -> str:
     return shlex.join(["fire-exp", "run", *kept, f"resume={run}"])
 
 
-def _summary(result: RunResult) -> str:
+def _summary(result: RunResult, analyze: bool) -> str:
     replaced = ", ".join(f"{arm} {n}" for arm, n in sorted(result.replacements.items()))
     lines = [f"ran {result.ran} attempts in {result.seconds:.1f}s ({result.skipped} of "
              f"{result.scheduled} scheduled attempts already finished); "
@@ -76,7 +79,20 @@ def _summary(result: RunResult) -> str:
              f"replacements per arm: {replaced or 'none'}"]
     if result.reaped:
         lines.append(f"killed {result.reaped} leftover processes of the interrupted run")
+    if result.stop is not None:
+        lines.append(result.stop.line)
+    elif result.sequential and not analyze:  # else the report's summary says it
+        lines.append(f"sequential test: {result.sequential}")
     return "\n".join(lines)
+
+
+def _projection(panel: Panel, run_dir: Path, pilot: str | None) -> str | None:
+    """The projected cost of what the run owes (``fire_exp.runner.projection``)."""
+    path = run_dir / "attempts.jsonl"
+    finished = read_records(path).finished if path.is_file() else []
+    return projected_cost(finished, len(owed_attempts(panel.schedule, finished)),
+                          pilot=pilot_records(pilot) if pilot else (),
+                          agent_params=panel.agent.params)
 
 
 def _terminate(signum: int, frame: FrameType | None) -> None:
@@ -90,11 +106,14 @@ def _run(config: RunConfig, argv: list[str]) -> int:
         raise InputError(run_dir, "resume", f"no run {config.resume!r} of panel {panel.name!r}",
                          "check resume=, panel= and results_dir=")
     prepare_panel(panel)  # refuses before anything is recorded
+    projection = _projection(panel, run_dir, config.cost_pilot)  # a bad pilot refuses here
     status = preregister(panel, run_dir)
     check_records_so_far(run_dir)
     print(f"panel {panel.name}: {len(panel.schedule)} attempts "
           f"({len(panel.tasks)} tasks x {len(panel.arms)} arms x {config.panel.attempts}); "
           f"preregistration {status}; run folder {run_dir}", file=sys.stderr)
+    if projection is not None:
+        print(projection, file=sys.stderr)
     saved = signal.signal(signal.SIGTERM, _terminate)
     try:
         result = run_panel(panel, run_dir)
@@ -105,7 +124,7 @@ def _run(config: RunConfig, argv: list[str]) -> int:
         return 130
     finally:
         signal.signal(signal.SIGTERM, saved)
-    print(_summary(result))
+    print(_summary(result, config.analyze))
     if config.analyze:
         from fire_exp.report.summary import summarize_run
 

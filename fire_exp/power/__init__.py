@@ -8,12 +8,14 @@ grid's ceilings, and ``panel`` ties it to a configured panel and its plan.
 """
 
 from fire_exp.power.design import TaskCount, minimum_detectable_effects, tasks_to_preregister
+from fire_exp.power.sequential import SEQUENTIAL_COLUMNS, sequential_design, sequential_grid
 from fire_exp.power.signflip import LatticeSignFlip, holm_rows
 from fire_exp.power.simulate import POWER_COLUMNS, PowerSpec, power_grid, simulate_design
 from fire_exp.power.sources import BetaRates, EffectModel, FixedRate, PooledRates, effect_model
 
 __all__ = [
     "POWER_COLUMNS",
+    "SEQUENTIAL_COLUMNS",
     "BetaRates",
     "EffectModel",
     "FixedRate",
@@ -25,6 +27,8 @@ __all__ = [
     "holm_rows",
     "minimum_detectable_effects",
     "power_grid",
+    "sequential_design",
+    "sequential_grid",
     "simulate_design",
     "tasks_to_preregister",
 ]

@@ -37,6 +37,7 @@ class PanelPower:
         meta: how it was computed (``power.json``).
         out: the output folder.
         panel_tasks: tasks of the primary cohort in the configured panel.
+        spec: the simulated analysis and grid.
     """
 
     grid: pd.DataFrame
@@ -45,6 +46,7 @@ class PanelPower:
     meta: dict[str, Any]
     out: Path
     panel_tasks: int
+    spec: PowerSpec | None = None  # what was simulated (the sequential design reuses it)
 
 
 def _cohort_tasks(panel: Panel, cohort: str) -> dict[str, Any]:
@@ -155,4 +157,4 @@ def panel_power(config: RunConfig, settings: PowerSettings) -> PanelPower:
             "sentence": count.sentence(panel.name, n_panel), "notes": notes,
             "python": platform.python_version(), "numpy": np.__version__}
     out = Path(settings.out or Path(config.results_dir) / "power" / panel.name)
-    return PanelPower(grid, mde, count, meta, out, n_panel)
+    return PanelPower(grid, mde, count, meta, out, n_panel, spec)

@@ -66,6 +66,7 @@ class PowerSettings:
     max_tasks: int = 400
     ceilings: bool = True
     out: str | None = None
+    price_usd: float | None = None  # one attempt's price, for the sequential design's cost
 
     def grid(self, panel_tasks: int, panel_attempts: int,
              ) -> tuple[tuple[int, ...], tuple[int, ...], tuple[float, ...]]:
@@ -173,4 +174,5 @@ def power_settings(data: dict[str, Any] | None) -> PowerSettings:
         n_sims=int(_number(data, "n_sims", 2000, 1, math.inf)),
         alpha=_number(data, "alpha", None, 1e-9, 0.5), seed=seed,
         secondary=bool(data.get("secondary", True)), ceilings=_flag(data, "ceilings"),
-        max_tasks=int(_number(data, "max_tasks", 400, 1, math.inf)), out=data.get("out"))
+        max_tasks=int(_number(data, "max_tasks", 400, 1, math.inf)), out=data.get("out"),
+        price_usd=_number(data, "price_usd", None, 0, 1_000_000))

@@ -16,6 +16,7 @@ from pathlib import Path
 import pandas as pd
 
 from fire_exp.analysis import AnalysisPlan, AnalysisResult, RunStatus, analyze, compare_tiers
+from fire_exp.analysis.sequential import sequential_markdown
 from fire_exp.errors import InputError
 from fire_exp.report.ablation import ablation_figure, ablation_table
 from fire_exp.report.accounting import accounting_table, prereg_table
@@ -91,6 +92,8 @@ class Report:
         parts = [f"{self.result.metadata.get('plan_used', '')}"]
         if self.status.partial:
             parts.append(f"NOTE: partial run: {self.status.message}.")
+        if self.result.sequential is not None and self.result.sequential.get("line"):
+            parts.append(f"sequential test: {self.result.sequential['line']}")
         pr = self.result.pass_rates
         if not pr.empty:
             wide = pr.pivot(index="arm", columns="cohort", values="pass_rate_pct")
@@ -138,6 +141,8 @@ def render_report(result: AnalysisResult, out: Path | str) -> Report:
             f"attempt in the browser: `fire-exp view {run}`\n\n")
     if banner:
         head += f"> **Partial run: {banner}**\n\n"
+    if result.sequential is not None:  # the primary result of a sequential plan
+        head += sequential_markdown(result.sequential).replace("### ", "# ", 1) + "\n"
     (out / "report.md").write_text(
         head + "\n".join(t.markdown() for t in tables) + "\n# Figures\n\n"
         + "".join(f"![{p.stem}]({p.name})\n\n" for p in figures if p.suffix == ".png"),

@@ -20,6 +20,7 @@ import numpy as np
 import pandas as pd
 
 from fire_exp.analysis import AnalysisResult
+from fire_exp.analysis.sequential import sequential_markdown
 from fire_exp.report.latex import tabular
 
 DATA_DIR = "data"  # the analysis' own tables, inside the report folder
@@ -253,6 +254,12 @@ def write_tables(result: AnalysisResult, out_dir: Path | str) -> list[Path]:
                                        encoding="utf-8")
     notes = "".join(f"- {n}\n" for n in result.notes) or "- none\n"
     (out / "notes.md").write_text(f"# notes\n\n{notes}", encoding="utf-8")
+    if result.sequential is not None:  # a sequential plan's test (analysis/sequential.py)
+        (out / "sequential.json").write_text(json.dumps(result.sequential, indent=2,
+                                                        sort_keys=True) + "\n", encoding="utf-8")
+        (out / "sequential.md").write_text(sequential_markdown(result.sequential),
+                                           encoding="utf-8")
+        written += [out / "sequential.json", out / "sequential.md"]
     return [*written, out / "metadata.json", out / "notes.md"]
 
 
@@ -271,6 +278,8 @@ def summary_markdown(result: AnalysisResult) -> str:
     if not result.interaction.empty:
         parts += ["### Interaction", markdown_table(result.interaction[
             ["contrast", "cohort", "estimate_pp", "ci_low_pp", "ci_high_pp", "p_value"]])]
+    if result.sequential is not None:
+        parts.append(sequential_markdown(result.sequential).rstrip("\n"))
     if result.notes:
         parts += ["### Notes", "\n".join(f"- {n}" for n in result.notes)]
     return "\n\n".join(parts) + "\n"

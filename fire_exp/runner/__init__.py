@@ -9,7 +9,13 @@ from fire_exp.runner.model import AttemptJob, Executor, Panel
 from fire_exp.runner.panel import RunResult, run_panel
 from fire_exp.runner.progress import PlainProgress, RichProgress, make_progress
 from fire_exp.runner.replacement import ReplacementRule, owed_attempts
-from fire_exp.runner.schedule import ScheduledAttempt, attempt_seed, build_schedule
+from fire_exp.runner.schedule import (
+    ScheduledAttempt,
+    attempt_seed,
+    build_schedule,
+    build_task_block_schedule,
+)
+from fire_exp.runner.stopping import Stop, StopMonitor
 from fire_exp.runner.store import AttemptStore
 from fire_exp.runner.validity import Validity, check_attempt
 
@@ -25,11 +31,14 @@ __all__ = [
     "RichProgress",
     "RunResult",
     "ScheduledAttempt",
+    "Stop",
+    "StopMonitor",
     "Validity",
     "attempt_seed",
     "build_attempt",
     "build_panel",
     "build_schedule",
+    "build_task_block_schedule",
     "check_attempt",
     "code_funnel",
     "execute",

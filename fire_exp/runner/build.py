@@ -39,7 +39,7 @@ from fire_exp.registry import REGISTRY
 from fire_exp.runner.model import AgentFactory, EnvironmentFactory, Executor, Panel, Report
 from fire_exp.runner.params import checked_params
 from fire_exp.runner.replacement import ReplacementRule
-from fire_exp.runner.schedule import build_schedule
+from fire_exp.runner.schedule import build_schedule, build_task_block_schedule
 from fire_exp.tasks.loader import load_task
 from fire_exp.tasks.model import Task
 from fire_exp.tasks.suites import resolve_suite
@@ -155,6 +155,9 @@ def build_panel(config: RunConfig) -> Panel:
     controls = load_portfolio(pc.controls)
     plan_path = resolve_plan(pc.analysis, field="panel.analysis").resolve()
     arm_names = list(ablation_arms(pc.arms, portfolio.families, pc.ablation))
+    plan = load_plan(plan_path)
+    # A sequential plan runs task blocks in a frozen random order (runner/stopping.py).
+    schedule = build_task_block_schedule if plan.sequential is not None else build_schedule
     specs = {arm: arm_spec(arm, pc.declare) for arm in arm_names}
     setups = {arm: arm_setup(spec) for arm, spec in specs.items() if spec.declared}
     for setup in setups.values():
@@ -167,11 +170,11 @@ def build_panel(config: RunConfig) -> Panel:
         portfolio=portfolio, controls=controls,
         arms={arm: arm_policies(spec, portfolio, controls) for arm, spec in specs.items()},
         setups=setups, arm_agents=arm_agents, arm_environments=arm_environments,
-        analysis_plan=plan_path, plan=load_plan(plan_path),
+        analysis_plan=plan_path, plan=plan,
         replacement=ReplacementRule.from_config(pc.replacement, where),
         agent=agent_factory(config.agent), environment=environment_factory(config.environment),
         executor=make_executor(config.executor),
-        schedule=build_schedule(pc.tasks, arm_names, pc.attempts, config.seed), config=config)
+        schedule=schedule(pc.tasks, arm_names, pc.attempts, config.seed), config=config)
 
 
 def prepare_panel(panel: Panel, report: Report | None = None) -> None:

@@ -23,6 +23,7 @@ from fire_exp.runner.job_records import finish_record
 from fire_exp.runner.model import AttemptJob, Executor, Panel, job_for
 from fire_exp.runner.progress import Progress, make_progress
 from fire_exp.runner.replacement import owed_attempts, replacements_per_arm, split_id
+from fire_exp.runner.stopping import Stop, StopMonitor
 from fire_exp.runner.store import AttemptStore
 from fire_exp.runner.worker_panel import panel_digest
 
@@ -39,6 +40,8 @@ class RunResult:
     seconds: float
     replacements: dict[str, int] = field(default_factory=dict)  # per arm, whole run
     reaped: int = 0  # leftover processes of an earlier, killed run that were killed
+    stop: Stop | None = None  # why the run stopped before its end (runner/stopping.py)
+    sequential: str = ""  # where the sequential test stands at the end (a sequential plan)
 
 
 def run_panel(panel: Panel, run_dir: Path, progress: Progress | None = None,
@@ -57,10 +60,15 @@ def run_panel(panel: Panel, run_dir: Path, progress: Progress | None = None,
     with AttemptStore(run_dir / "attempts.jsonl") as store:
         reaped = reap(run_dir / "attempts")  # we hold the lock: these are a dead run's
         panel.environment.reap_orphans(run_dir)  # containers of provably dead runs
-        owed = owed_attempts(panel.schedule, store.read().finished)
+        finished = store.read().finished
+        owed = owed_attempts(panel.schedule, finished)
         digest = panel_digest(panel)
         queue = deque(job_for(panel, run_dir, o.item, o.number, digest) for o in owed)
         replaces = {job.attempt_id: o.replaces for job, o in zip(queue, owed, strict=True)}
+        monitor = StopMonitor.for_panel(panel, finished, run_dir)
+        if monitor is not None:
+            monitor.check(queue)  # a resumed run decides again from its records first
+            monitor.clear_stale()
         progress = progress or make_progress(len(queue))
         ran = 0
 
@@ -72,6 +80,8 @@ def run_panel(panel: Panel, run_dir: Path, progress: Progress | None = None,
                                             task=job.item.task, arm=job.item.arm,
                                             replicate=job.item.replicate,
                                             started_at=now_iso()))
+                if monitor is not None:
+                    monitor.started()
 
         def on_done(job: AttemptJob, record: AttemptRecord) -> None:
             nonlocal ran
@@ -86,13 +96,21 @@ def run_panel(panel: Panel, run_dir: Path, progress: Progress | None = None,
                     queue.append(job_for(panel, run_dir, base, split_id(successor)[1], digest))
                     replaces[successor] = record
                     progress.add(1)
+                if monitor is not None:
+                    monitor.finished(record)
+                    monitor.check(queue)
             progress.finished(record)
 
         try:
             (executor or panel.executor).run(panel, queue, on_start, on_done)
         finally:
             progress.close()
-        counts = replacements_per_arm(store.read().finished)
+        finished = store.read().finished
+        if monitor is not None:
+            monitor.close(len(owed_attempts(panel.schedule, finished)))
+        counts = replacements_per_arm(finished)
     return RunResult(run_dir=run_dir, attempts_path=store.path, scheduled=len(panel.schedule),
                      ran=ran, skipped=len(panel.schedule) - len(owed),
-                     seconds=time.monotonic() - t0, replacements=counts, reaped=len(reaped))
+                     seconds=time.monotonic() - t0, replacements=counts, reaped=len(reaped),
+                     stop=monitor.stop if monitor is not None else None,
+                     sequential=monitor.state.line() if monitor and monitor.state else "")

@@ -22,6 +22,7 @@ from typing import Any
 from fire_exp import __version__
 from fire_exp.analysis.dry_run import dry_analysis
 from fire_exp.analysis.plan import check_plan_for_panel, load_plan
+from fire_exp.analysis.plan_sequential import check_sequential_for_panel
 from fire_exp.arms.spec import resolve_agent_config
 from fire_exp.config import RunConfig
 from fire_exp.errors import PreregistrationError
@@ -83,6 +84,8 @@ def check_plan(panel: Panel) -> None:
     # panel.arms: the configured arms and the leave-one-family-out arms ablation=true adds
     check_plan_for_panel(plan, panel.analysis_plan, list(panel.arms),
                          [*ARMS, *panel.config.panel.declare])
+    check_sequential_for_panel(plan.sequential, plan.primary.contrast, panel.analysis_plan,
+                               panel.arms)
     dry_analysis(plan, panel.analysis_plan, panel.cohorts, list(panel.arms),
                  panel.config.panel.attempts)
 

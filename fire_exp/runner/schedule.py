@@ -80,3 +80,31 @@ def schedule_digest(schedule: Sequence[ScheduledAttempt]) -> str:
     """SHA-256 of the schedule as canonical JSON (what the preregistration freezes)."""
     text = json.dumps([asdict(s) for s in schedule], sort_keys=True, separators=(",", ":"))
     return hashlib.sha256(text.encode()).hexdigest()
+
+
+def build_task_block_schedule(tasks: Sequence[tuple[str, str]], arms: Sequence[str],
+                              attempts: int, seed: int) -> list[ScheduledAttempt]:
+    """The schedule of a sequential panel: task blocks in a random task order.
+
+    The tasks run in an order drawn from the panel seed (its own stream, keyed
+    ``task-order``); each task's block holds every arm and attempt of the task, arms in a
+    random order within each replicate, so a task is complete before the next one starts
+    and the stopping rule can be evaluated after each. Seeds are the attempts' own, as in
+    :func:`build_schedule`. The manifest freezes the schedule, and with it the order.
+    """
+    if attempts < 1:
+        raise ValueError("attempts must be at least 1")
+    order_rng = np.random.default_rng(np.random.SeedSequence(
+        seed, spawn_key=(stable_key("task-order"),)))
+    rng = np.random.default_rng(np.random.SeedSequence(seed, spawn_key=(stable_key("schedule"),)))
+    schedule: list[ScheduledAttempt] = []
+    for task_index in order_rng.permutation(len(tasks)):
+        task, cohort = tasks[int(task_index)]
+        for replicate in range(attempts):
+            for order, arm_index in enumerate(rng.permutation(len(arms))):
+                arm = arms[int(arm_index)]
+                schedule.append(ScheduledAttempt(
+                    position=len(schedule), task=task, cohort=cohort, arm=arm,
+                    replicate=replicate, order=order,
+                    seed=attempt_seed(seed, task, arm, replicate)))
+    return schedule

@@ -40,6 +40,7 @@ from fire_exp.stats.passk import PassKCurve, pass_at_k, pass_curve, pass_hat_k
 from fire_exp.stats.permutation import SignFlipResult, lattice_resolution, sign_flip_test
 from fire_exp.stats.resample import Stratum, count_matrix_sums
 from fire_exp.stats.seeds import child_rng, child_seed_sequence, stable_hash32
+from fire_exp.stats.sequential import SequentialResult, e_process, sequential_test
 
 __all__ = [
     "CohortAggregates",
@@ -49,6 +50,7 @@ __all__ = [
     "InteractionResult",
     "McNemarResult",
     "PassKCurve",
+    "SequentialResult",
     "SignFlipResult",
     "Stratum",
     "TInterval",
@@ -58,6 +60,7 @@ __all__ = [
     "child_rng",
     "child_seed_sequence",
     "count_matrix_sums",
+    "e_process",
     "holm",
     "improvement_counts",
     "interaction",
@@ -71,6 +74,7 @@ __all__ = [
     "pass_at_k",
     "pass_curve",
     "pass_hat_k",
+    "sequential_test",
     "sign_flip_test",
     "stable_hash32",
     "task_matrices",
