@@ -17,8 +17,10 @@ def _stub(folder: Path, name: str, body: str) -> None:
     path.chmod(0o755)
 
 
-def _run(tmp_path: Path, docker_ok: bool) -> tuple[subprocess.CompletedProcess[str], list[str]]:
-    for name in ("python", "fire-exp", "mmdebstrap", "chromedriver"):
+def _run(tmp_path: Path, docker_ok: bool, have: tuple[str, ...] = (
+        "mmdebstrap", "chromedriver", "pdflatex"),
+         ) -> tuple[subprocess.CompletedProcess[str], list[str]]:
+    for name in ("python", "fire-exp", "apt-get", *have):
         _stub(tmp_path, name, "true")
     _stub(tmp_path, "docker", "true" if docker_ok else "exit 1")
     # A stand-in checkout: the real script, and a stub for the llama.cpp wheels step.
@@ -28,7 +30,13 @@ def _run(tmp_path: Path, docker_ok: bool) -> tuple[subprocess.CompletedProcess[s
     shutil.copy2(ROOT / "scripts" / "test", repo / "scripts" / "test")
     _stub(repo / ".ci", "llama-wheels", "true")
     (repo / ".ci" / "calls").symlink_to(tmp_path / "calls")
-    env = os.environ | {"PATH": f"{tmp_path}:/usr/bin:/bin"}
+    # Only the stand-ins and the few tools the script itself uses: what is not stubbed is
+    # missing, whatever this machine has installed.
+    tools = tmp_path / "tools"
+    tools.mkdir()
+    for tool in ("bash", "id", "dirname"):
+        (tools / tool).symlink_to(shutil.which(tool) or f"/usr/bin/{tool}")
+    env = os.environ | {"PATH": f"{tmp_path}:{tools}"}
     proc = subprocess.run([str(repo / "scripts" / "test"), "tests/stats", "-x"], env=env,
                           capture_output=True, text=True, timeout=60)
     calls = tmp_path / "calls"
@@ -41,6 +49,15 @@ def test_the_test_command_installs_bootstraps_then_runs_pytest(tmp_path: Path) -
     assert calls == ["docker info", "python -m pip install -q -e .[test]",
                      "fire-exp images bootstrap", "llama-wheels ",
                      "python -m pytest -q --durations=15 tests/stats -x"]
+
+
+def test_the_test_command_installs_what_the_tests_need_from_debian(tmp_path: Path) -> None:
+    proc, calls = _run(tmp_path, docker_ok=True, have=())
+    assert proc.returncode == 0, proc.stderr
+    install = [c for c in calls if c.startswith("apt-get install")]
+    assert calls[1] == "apt-get update -qq" and len(install) == 1
+    assert install[0].split()[-5:] == ["mmdebstrap", "chromium", "chromium-driver",
+                                       "texlive-latex-base", "texlive-latex-recommended"]
 
 
 def test_the_test_command_fails_without_docker(tmp_path: Path) -> None:

@@ -1,10 +1,11 @@
 """Preregistration: freeze a panel's hashes before the first attempt, and verify them.
 
 The manifest (``panels/NAME.prereg.json``) holds the SHA-256 of every task (content
-digest), every policy and control source, the analysis plan, each config file byte for
+digest), every file of the policy and control folders (the sources, the sham's sentence
+pool, anything a family reads), the analysis plan, each config file byte for
 byte and the agent, environment and panel configs as composed (overrides included), the
-randomized schedule, and the harness's own source (every ``.py`` file of the package,
-hashed per file). ``fire-exp run`` recomputes each one and refuses to start if anything
+randomized schedule, and the harness's own source (every ``.py`` and ``.sh`` file of the
+package, hashed per file). ``fire-exp run`` recomputes each one and refuses to start if anything
 differs, naming the changed file and both hashes. Freezing and running first check the
 analysis plan against the panel, so an invalid plan is never frozen.
 
@@ -46,14 +47,15 @@ def _file_sha(path: Path) -> str:
 
 
 def harness_file_hashes() -> dict[str, str]:
-    """SHA-256 of each ``.py`` file of the installed package (bundled task suites aside).
+    """SHA-256 of each ``.py`` and ``.sh`` file of the installed package (bundled task suites
+    aside): the shell scripts relay the policies' answers to an agent CLI in a container.
 
     >>> "fire_exp/runner/prereg.py" in harness_file_hashes()
     True
     """
     root = PACKAGE_DIR.parent
-    files = [f for f in PACKAGE_DIR.rglob("*.py")
-             if not {"suites", "_data", "__pycache__"} & set(f.relative_to(PACKAGE_DIR).parts)]
+    files = [f for f in PACKAGE_DIR.rglob("*") if f.suffix in (".py", ".sh")
+             and not {"suites", "_data", "__pycache__"} & set(f.relative_to(PACKAGE_DIR).parts)]
     return {f.relative_to(root).as_posix(): _file_sha(f) for f in sorted(files)}
 
 
@@ -98,10 +100,11 @@ def panel_hashes(panel: Panel) -> dict[str, dict[str, str]]:
     for kind, portfolio in (("policy", panel.portfolio), ("control", panel.controls)):
         for file, digest in sorted(portfolio.sources.items()):
             items[f"{kind}:{file}"] = {"path": str(portfolio.path / file), "sha256": digest}
-    sham_text = panel.controls.path / "sham_text.md"
-    if sham_text.is_file():
-        items["control:sham_text.md"] = {
-            "path": str(sham_text), "sha256": hashlib.sha256(sham_text.read_bytes()).hexdigest()}
+        # Every other file beside the sources shapes an arm too: the sham's sentence pool
+        # (controls/sham_text.md), or any file a family reads.
+        for path in sorted(p for p in portfolio.path.iterdir() if p.is_file()):
+            if path.name not in portfolio.sources:
+                items[f"{kind}:{path.name}"] = {"path": str(path), "sha256": _file_sha(path)}
     items["analysis_plan"] = {"path": str(panel.analysis_plan),
                               "sha256": hashlib.sha256(panel.analysis_plan.read_bytes())
                               .hexdigest()}

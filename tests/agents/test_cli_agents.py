@@ -18,7 +18,7 @@ import pytest
 from fire_exp.agents.cli_agents import ClaudeCodeAgent, CodexAgent, bridge_target
 from fire_exp.agents.cli_transcripts import parse_claude_stream, parse_codex_json
 from fire_exp.paths import SUITES_DIR
-from fire_exp.policies import ARMS, build_arm, load_portfolio
+from fire_exp.policies import ARMS, Event, PolicyRuntime, build_arm, load_portfolio
 from fire_exp.policies.hooks import load_arm_families
 from fire_exp.records import Cause, record_to_line
 from fire_exp.runner.attempt import AttemptSpec
@@ -133,8 +133,25 @@ def test_bridge_target_reproduces_every_arm() -> None:
         assert (target.portfolio, target.arm, target.controls) == (
             str(real.path), arm, str(controls.path))
         rebuilt = load_arm_families(target.portfolio, arm, target.controls)
-        assert [type(f).__name__ for f in rebuilt] == \
-            [type(f).__name__ for f in build_arm(arm, real, controls).families]
+        runner = build_arm(arm, real, controls).families
+        assert _answers(rebuilt) == _answers(runner), arm
+    # The answers tell the arms apart, so a bridge that rebuilt another arm would fail above.
+    answers = {arm: _answers(build_arm(arm, real, controls).families)
+               for arm in ("real", "sham", "always_verify", "reconsider")}
+    assert len({json.dumps(a) for a in answers.values()}) == 4
+    assert any(kind == "deny" for kind, _ in answers["real"])
+
+
+def _answers(families) -> list[tuple[str, str]]:  # type: ignore[no-untyped-def]
+    """What an agent receives from ``families`` on a session that arms the database family:
+    an open of the evidence before a copy, then a stop."""
+    text = (SUITES_DIR / "fire-mini" / "recover-wal-orders" / "instruction.md").read_text()
+    runtime = PolicyRuntime(families, text)
+    events = [Event("SessionStart", text),
+              Event("PreToolUse", text, command="sqlite3 evidence/orders.db .dump", step=1),
+              Event("PreToolUse", text, command="python3 recover.py", step=2),
+              Event("Stop", text, step=2)]
+    return [(d.kind, d.text) for d in map(runtime.handle, events)]
 
 
 def test_parsers_skip_noise_and_report_failures() -> None:

@@ -30,7 +30,7 @@ from fire_exp.agents.cli_network import ensure_egress_network, gateway_of
 from fire_exp.agents.openai import OpenAIAgent
 from fire_exp.agents.testing_server import ScriptedServer, solution_responder
 from fire_exp.environments.docker import DockerEnvironment
-from fire_exp.environments.images import LABEL
+from fire_exp.environments.images import BASE_IMAGE, LABEL
 from fire_exp.paths import SUITES_DIR
 from fire_exp.policies import build_arm, load_portfolio
 from fire_exp.records import AttemptRecord, record_to_line
@@ -170,10 +170,10 @@ def test_a_script_install_is_made_once_per_task_image_and_holds_no_key(
         assert (agent_logs(tmp_path) / "which.txt").read_text() == "/usr/local/bin/claude\n"
         task_image = next(t for t in engine.images.list(
             filters={"label": [f"{LABEL}.kind=cli", f"{LABEL}.agent=h16test-claude"]}))
-        start = time.monotonic()
         again = prepare_cli_image(engine, "h16test-claude",
                                   task_image.labels[f"{LABEL}.from"], agent.install)
-        assert time.monotonic() - start < 2 and again in task_image.tags  # cached
+        # Cached: the same image, not a rebuild (a rebuild would carry a new id).
+        assert again in task_image.tags and engine.images.get(again).id == task_image.id
         config = task_image.attrs["Config"]
         assert KEY not in json.dumps(config) and KEY not in json.dumps(task_image.history())
         assert config["Entrypoint"] == ["/usr/bin/env"] and config["Cmd"] == ["/bin/bash"]
@@ -185,10 +185,21 @@ def test_a_script_install_is_made_once_per_task_image_and_holds_no_key(
 def test_a_no_network_task_reaches_only_the_listed_endpoint(engine: Any, script: Any,
                                                             tmp_path: Path) -> None:
     gateway = gateway_of(engine, ensure_egress_network(engine))
+    # Another machine, as far as the task's container can tell: a listener in a container on
+    # Docker's default bridge. This host reaches it (the check below is not vacuous on an
+    # offline host); the task's container must not, except through the proxy.
+    other = engine.containers.run(BASE_IMAGE, ["python3", "-m", "http.server", "8089"],
+                                  detach=True, remove=True,
+                                  name=f"fire-exp-test-offhost-{os.getpid()}")
     upstream = socket.create_server((gateway, 0))
     port = upstream.getsockname()[1]
     threading.Thread(target=lambda: upstream.accept()[0].sendall(b"model endpoint\n"),
                      daemon=True).start()
+    try:
+        other_ip = _address_when_listening(other, 8089)
+    except BaseException:
+        other.remove(force=True)
+        raise
     connect = (f"p=${{HTTPS_PROXY#http://}}; exec 3<>/dev/tcp/${{p%:*}}/${{p#*:}}; "
                f"printf 'CONNECT {gateway}:{port} HTTP/1.1\\r\\n\\r\\n' >&3; "
                "timeout 5 cat <&3 > /logs/agent/allowed.txt; true")
@@ -196,21 +207,42 @@ def test_a_no_network_task_reaches_only_the_listed_endpoint(engine: Any, script:
             "curl -s -m 5 -p -x $HTTPS_PROXY https://example.org/ > /dev/null; "
             "echo $? > /logs/agent/refused.txt",
             "curl -s -m 3 --noproxy '*' http://1.1.1.1/ > /dev/null; "
-            "echo $? > /logs/agent/direct.txt"])
+            "echo $? > /logs/agent/direct.txt",
+            f"curl -s -m 3 --noproxy '*' http://{other_ip}:8089/ > /dev/null; "
+            "echo $? > /logs/agent/offhost.txt"])
     agent = mounted(ClaudeCodeAgent, egress=[f"{gateway}:{port}"])
     try:
         record = attempt(tmp_path, "csv-column-stats", "baseline", agent)
     finally:
         upstream.close()
+        other.remove(force=True)
     assert record.cause is None, record.error
     logs = agent_logs(tmp_path)
     allowed = (logs / "allowed.txt").read_text()
     assert allowed.startswith("HTTP/1.1 200") and allowed.endswith("model endpoint\n")
     assert (logs / "refused.txt").read_text().strip() == "56"  # the proxy said 403
-    assert (logs / "direct.txt").read_text().strip() != "0"  # no route off the host
+    assert (logs / "direct.txt").read_text().strip() != "0"
+    # No route off the host: a machine this host reaches is out of the container's reach.
+    assert (logs / "offhost.txt").read_text().strip() not in ("", "0")
     egress = [json.loads(x) for x in (logs / "egress.jsonl").read_text().splitlines()]
     assert [(e["target"], e["allowed"]) for e in egress] == \
         [(f"{gateway}:{port}", True), ("example.org:443", False)]
+
+
+def _address_when_listening(container: Any, port: int) -> str:
+    """The container's address on the default bridge, once this host can connect to it."""
+    deadline = time.monotonic() + 60
+    while True:
+        container.reload()
+        address = container.attrs["NetworkSettings"]["IPAddress"]
+        try:
+            if address:
+                socket.create_connection((address, port), timeout=1).close()
+                return str(address)
+        except OSError:
+            pass
+        assert time.monotonic() < deadline, "the listener never came up"
+        time.sleep(0.2)
 
 
 def test_the_openai_agent_still_works_in_docker(engine: Any, monkeypatch: Any,

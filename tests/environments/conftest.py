@@ -1,7 +1,8 @@
 """Fixtures of the environment tests: a Docker engine (marked tests), attempt helpers.
 
 Docker tests are marked ``docker``. Without a reachable engine they skip on a developer's
-machine and FAIL in CI (``CI`` set), where Docker must be there. The base image is
+machine and FAIL in CI (``tests/ci.py``: the one rule for reading ``CI``), where Docker must
+be there. The base image is
 bootstrapped once if it is missing (CI does it before pytest).
 """
 
@@ -23,6 +24,7 @@ from fire_exp.policies.loader import load_portfolio
 from fire_exp.records import AttemptRecord
 from fire_exp.runner.attempt import AttemptSpec, run_attempt
 from fire_exp.tasks.model import Task
+from tests.ci import missing
 
 
 @pytest.fixture(scope="session")
@@ -34,9 +36,7 @@ def docker_client() -> Iterator[Any]:
         client = docker.from_env()
         client.ping()
     except Exception as exc:  # noqa: BLE001
-        if os.environ.get("CI"):
-            pytest.fail(f"Docker is required in CI and is not reachable: {exc}")
-        pytest.skip(f"no Docker engine: {exc}")
+        missing(f"no Docker engine is reachable: {exc}")
     bootstrap_base_image(BASE_IMAGE, client=client)
     yield client
     ours = [c.name for c in client.containers.list(

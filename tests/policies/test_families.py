@@ -8,6 +8,7 @@ non-allow decision with the trajectory the extractors code.
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -216,11 +217,29 @@ def test_extractor_codes_state_and_behavior(case: Case) -> None:
 
 @pytest.mark.parametrize("case", CASES, ids=IDS)
 def test_tracking_only_updates_state(case: Case) -> None:
-    fam, text, state = family(case.family), task_text(case.task), {}
-    for item in case.risky:
-        event = (Event("Stop", text) if item[0] == "stop"
-                 else Event("PreToolUse", text, command=item[1], step=1))
-        assert fam.track(event, state) is None
+    fam, text = family(case.family), task_text(case.task)
+
+    def tracked(recording: Sequence[tuple], state: dict) -> dict:
+        for n, item in enumerate(recording, start=1):
+            if item[0] == "stop":
+                assert fam.track(Event("Stop", text, step=n), state) is None
+                continue
+            _, command, code, output = item
+            assert fam.track(Event("PreToolUse", text, command=command, step=n), state) is None
+            assert fam.track(Event("PostToolUse", text, command=command, output=output,
+                                   exit_code=code, step=n), state) is None
+        return state
+
+    before = copy.deepcopy(vars(fam))
+    right_alone = tracked(case.right, {})
+    risky = tracked(case.risky, {})
+    assert risky, "tracking the risky recording left the state empty"
+    # All a family remembers lives in the state it is given: the family object is unchanged,
+    # tracking the right recording after the risky one (into a fresh state) gives what
+    # tracking it alone gave, and tracking the risky one again gives the same state.
+    assert vars(fam) == before
+    assert tracked(case.right, {}) == right_alone
+    assert tracked(case.risky, {}) == risky
 
 
 @pytest.mark.parametrize("case", CASES, ids=IDS)

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import ast
 import json
 from dataclasses import asdict
+from pathlib import Path
 
 import pytest
 
 from fire_exp.errors import InputError
+from fire_exp.paths import SUITES_DIR
 from fire_exp.policies import (
     ALLOW,
     ARM_REGISTRY,
@@ -27,6 +30,7 @@ from fire_exp.policies import (
 )
 from fire_exp.policies.arms import ArmRegistry, generic_sentences
 from fire_exp.policies.runtime import RuntimeMemory
+from fire_exp.tasks.loader import load_task
 
 TASK = "Start a web server on port 8000; it must stay reachable after you finish."
 
@@ -176,11 +180,28 @@ def test_sham_fires_at_the_same_events_with_generic_text_and_never_denies(portfo
 
 def test_control_arms_fire_once_at_stop_on_every_task(portfolios) -> None:
     portfolio, controls = portfolios
+    tasks = [load_task(p).instruction for p in sorted((SUITES_DIR / "fire-mini").iterdir())
+             if (p / "task.toml").is_file()] + ["Sort a file."]
     for arm in ("always_verify", "reconsider"):
-        runtime = PolicyRuntime(build_arm(arm, portfolio, controls).families, "Sort a file.")
-        assert runtime.handle(Event("PreToolUse", "Sort a file.", command="sort x")) == ALLOW
-        assert runtime.handle(stop()).kind == "instruct"
-        assert runtime.handle(stop(active=True)) == ALLOW
+        # The text is the constant of the arm's own control source, and of no other.
+        own = _string_literals(controls.path / f"{arm}.py")
+        other = set().union(*(_string_literals(p) for p in controls.path.glob("*.py")
+                              if p.name != f"{arm}.py"))
+        for text in tasks:
+            runtime = PolicyRuntime(build_arm(arm, portfolio, controls).families, text)
+            assert runtime.handle(Event("SessionStart", text)) == ALLOW
+            assert runtime.handle(Event("PreToolUse", text, command="sort x")) == ALLOW
+            decision = runtime.handle(Event("Stop", text, step=1))
+            assert decision.kind == "instruct"
+            assert decision.text in own and decision.text not in other, (arm, decision.text)
+            assert runtime.handle(Event("Stop", text, step=1, stop_hook_active=True)) == ALLOW
+            assert runtime.handle(Event("Stop", text, step=2)) == ALLOW  # once per attempt
+
+
+def _string_literals(path: Path) -> set[str]:
+    """Every string literal of a Python source (adjacent literals joined)."""
+    return {n.value for n in ast.walk(ast.parse(path.read_text(encoding="utf-8")))
+            if isinstance(n, ast.Constant) and isinstance(n.value, str)}
 
 
 def test_baseline_has_no_policies(portfolios) -> None:

@@ -8,6 +8,7 @@ import subprocess
 import pytest
 
 from fire_exp.report.latex import check_tex, tabular, tex_escape
+from tests.ci import missing
 
 GOOD = tabular(["arm", "pass^2 %"], [["always_verify", "50%"], ["a&b #1", "-3.5"]], "lr")
 
@@ -58,9 +59,10 @@ DOCUMENT = r"""\documentclass{article}
 """
 
 
-@pytest.mark.skipif(shutil.which("pdflatex") is None,
-                    reason="pdflatex not installed (apt-get install texlive-latex-recommended)")
 def test_every_report_table_compiles(tmp_path, table4_report, demo_report):
+    if shutil.which("pdflatex") is None:  # scripts/test installs it
+        missing("pdflatex is not installed (apt-get install texlive-latex-base "
+                "texlive-latex-recommended, or run scripts/test)")
     inputs = [p for r in (table4_report, demo_report) for p in sorted(r.out.glob("*.tex"))]
     body = "\n".join(f"\\begin{{table}}\\resizebox{{\\textwidth}}{{!}}{{\\input{{{p}}}}}"
                      "\\end{table}\\clearpage" for p in inputs)

@@ -13,6 +13,7 @@ import pytest
 from fire_exp.environments.docker import DockerEnvironment, docker_client
 from fire_exp.errors import PreflightError
 from fire_exp.paths import SUITES_DIR
+from tests.ci import missing
 from tests.runner.runner_helpers import cli
 
 BROKEN = "ARG BASE_IMAGE\nFROM ${BASE_IMAGE}\nRUN echo broken on purpose && exit 3\n"
@@ -32,7 +33,7 @@ def test_a_broken_dockerfile_stops_the_run_before_any_attempt(tmp_path: Path) ->
     try:
         docker_client().close()
     except Exception as exc:  # noqa: BLE001
-        pytest.skip(f"no Docker engine: {exc}")
+        missing(f"no Docker engine is reachable: {exc}")
     suite = tmp_path / "suite"
     shutil.copytree(SUITES_DIR / "fire-mini" / "csv-column-stats", suite / "broken-image")
     (suite / "broken-image" / "environment" / "Dockerfile").write_text(BROKEN)

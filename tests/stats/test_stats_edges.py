@@ -123,15 +123,17 @@ def test_interaction_falls_back_to_monte_carlo_and_says_so() -> None:
     assert res.p_value == pytest.approx(t.pvalue, abs=4 * res.mc_se + 0.02)
 
 
-def test_interaction_at_fire_size_is_exact_and_fast() -> None:
-    import time
-
+def test_interaction_at_fire_size_is_exact() -> None:
+    # Its speed (C(30, 14) = 145 million splits, on the lattice) is measured in
+    # benchmarks/bench_stats.py, not asserted here.
     gen = np.random.default_rng(2)
     a, b = gen.integers(-2, 3, 14) / 2, gen.integers(-2, 3, 16) / 2  # 14 eligible, 16 silent
-    t0 = time.perf_counter()
     res = interaction(a, b, n_resamples=100, **_rngs(2))
-    assert res.p_method == "exact-lattice"
-    assert time.perf_counter() - t0 < 0.5
+    assert res.p_method == "exact-lattice" and res.n_permutations == 0 and res.mc_se == 0
+    scipy_p = stats.permutation_test((a, b), lambda x, y: abs(np.mean(x) - np.mean(y)),
+                                     n_resamples=20_000, permutation_type="independent",
+                                     alternative="greater", rng=np.random.default_rng(2)).pvalue
+    assert res.p_value == pytest.approx(scipy_p, abs=4 * np.sqrt(0.25 / 20_000) + 1e-3)
 
 
 @pytest.mark.parametrize("nu", [1, 2, 3, 4, 13, 29, 30, 101, 1000, 10_001])

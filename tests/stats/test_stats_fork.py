@@ -24,10 +24,27 @@ def _gone(pid: int) -> bool:
     return False
 
 
+def _exit_codes(monkeypatch) -> list[tuple[int, int]]:
+    """(pid, exit code) of every child the fork module waits for, from now on."""
+    import fire_exp.stats._fork as fork
+
+    seen: list[tuple[int, int]] = []
+    real_waitpid = os.waitpid
+
+    def waitpid(pid: int, options: int) -> tuple[int, int]:
+        got, status = real_waitpid(pid, options)
+        seen.append((got, os.waitstatus_to_exitcode(status)))
+        return got, status
+
+    monkeypatch.setattr(fork.os, "waitpid", waitpid)
+    return seen
+
+
 def test_resamples_drawn_in_a_child_equal_those_drawn_here(monkeypatch):
     import fire_exp.stats._fork as fork
 
     made: list[int] = []
+    exits = _exit_codes(monkeypatch)
 
     class Recorded(_Child):
         def __init__(self, *args, **kwargs) -> None:
@@ -50,6 +67,8 @@ def test_resamples_drawn_in_a_child_equal_those_drawn_here(monkeypatch):
 
     child, here = draw(True), draw(False)
     assert len(made) == 1 and made[0] != os.getpid()
+    # The child computed and wrote the resamples (exit 0): nothing was redone here.
+    assert exits == [(made[0], 0)]
     assert np.array_equal(child[0], here[0]) and child[1] == here[1]
 
 
@@ -57,6 +76,7 @@ def test_a_failed_child_is_redone_in_this_process(monkeypatch):
     import fire_exp.stats._fork as fork
 
     monkeypatch.setattr(fork, "can_fork", lambda: True)
+    exits = _exit_codes(monkeypatch)
     parent = os.getpid()
 
     def compute() -> np.ndarray:
@@ -65,6 +85,17 @@ def test_a_failed_child_is_redone_in_this_process(monkeypatch):
         return np.arange(6, dtype=float).reshape(2, 3)
 
     assert np.array_equal(in_child(compute, (2, 3))(), np.arange(6.0).reshape(2, 3))
+    # A child was forked, and failed: the array above was computed here.
+    assert [(pid != parent, code) for pid, code in exits] == [(True, 1)]
+
+
+def test_a_child_computes_in_another_process(monkeypatch):
+    import fire_exp.stats._fork as fork
+
+    monkeypatch.setattr(fork, "can_fork", lambda: True)
+    exits = _exit_codes(monkeypatch)
+    (pid,) = in_child(lambda: np.array([float(os.getpid())]), (1,))()
+    assert pid != os.getpid() and exits == [(int(pid), 0)]
 
 
 def test_a_child_never_waited_for_is_stopped_and_reaped():
