@@ -63,8 +63,7 @@ def parse_json(text: str | bytes, path: Path | str, where: str = "<json>",
     try:
         return json.loads(text)
     except json.JSONDecodeError as exc:
-        raise InputError(path, where, f"not valid JSON: {exc.msg} (line {exc.lineno}, "
-                         f"column {exc.colno})", fix) from None
+        raise InputError(path, where, f"not valid JSON: {exc.msg}", fix) from None
     except RecursionError:
         raise InputError(path, where, "JSON nested too deeply to read", fix) from None
     except UnicodeDecodeError:  # bytes given
