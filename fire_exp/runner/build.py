@@ -47,7 +47,8 @@ from fire_exp.tasks.suites import resolve_suite
 # Panel and its factories are defined in runner/model.py; they are named here too, as the
 # panel this module builds.
 __all__ = ["AgentFactory", "EnvironmentFactory", "Panel", "Report", "agent_factory",
-           "build_panel", "environment_factory", "make_executor", "prepare_panel", "versions"]
+           "build_panel", "environment_factory", "make_executor", "prepare_environments",
+           "prepare_panel", "versions"]
 
 @functools.cache
 def versions() -> dict[str, str]:
@@ -188,13 +189,22 @@ def prepare_panel(panel: Panel, report: Report | None = None) -> None:
     def stderr(line: str) -> None:
         print(line, file=sys.stderr, flush=True)
 
-    tasks = list(panel.tasks.values())
-    environments = [panel.environment, *panel.arm_environments.values()]
     for factory in [panel.agent, *panel.arm_agents.values()]:
         preflight_agent(factory.make(), panel.environment.name)
+    prepare_nodes = getattr(panel.executor, "prepare", None)
+    if prepare_nodes is not None and prepare_nodes(panel, report or stderr):
+        return  # a cluster: every node checked and prepared its own environments
+    prepare_environments(panel, report or stderr)
+
+
+def prepare_environments(panel: Panel, report: Report) -> None:
+    """On the machine that runs the attempts: every environment's preflight, its task
+    images, and what a boxed agent adds to them. Raises PreflightError, EnvironmentFailure."""
+    tasks = list(panel.tasks.values())
+    environments = [panel.environment, *panel.arm_environments.values()]
     for environment in environments:
         environment.preflight()
-        environment.prepare(tasks, report or stderr)
+        environment.prepare(tasks, report)
     for factory in [panel.agent, *panel.arm_agents.values()]:
         agent = factory.make()
         if isinstance(agent, BoxedAgent):  # e.g. an agent CLI installed into every task image

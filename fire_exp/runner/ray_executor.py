@@ -24,23 +24,35 @@ from __future__ import annotations
 import io
 import os
 import shutil
+import sys
 import tarfile
 import tempfile
+import time
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 from fire_exp.config import RunConfig
 from fire_exp.environments.session_host import is_alive
-from fire_exp.errors import ProtocolError
-from fire_exp.records import AttemptRecord, Cause
+from fire_exp.errors import FireExpError, PreflightError, ProtocolError
+from fire_exp.records import INFRASTRUCTURE_CAUSES, AttemptRecord, Cause
 from fire_exp.runner.cleanup import reap
 from fire_exp.runner.execute import execute
 from fire_exp.runner.job_records import harness_failure
-from fire_exp.runner.model import AttemptJob, JobQueue, OnDone, OnStart, Panel
+from fire_exp.runner.model import AttemptJob, JobQueue, OnDone, OnStart, Panel, Report
+from fire_exp.runner.ray_nodes import (
+    Demand,
+    Node,
+    NodeReady,
+    Placement,
+    alive_nodes,
+    check_fits,
+    demand,
+    prepare_node,
+)
 from fire_exp.runner.store import sync_tree
 from fire_exp.runner.validity import LOAD_FAILED
-from fire_exp.runner.worker_panel import worker_panel
+from fire_exp.runner.worker_panel import panel_digest, worker_panel
 
 CANCEL_WAIT_S = 60.0  # how long cancelled attempts may take to tear down their environment
 
@@ -82,7 +94,9 @@ def ray_attempt(config: RunConfig, job: AttemptJob
     reap(root, orphans_only=True)  # processes of attempts whose worker died
     scratch = Path(tempfile.mkdtemp(prefix=f"attempt-{os.getpid()}-", dir=root))
     try:
-        local = scratch / "attempt"
+        # The run's layout (RUN/attempts/TASK/ARM/rN): its container is labelled with the
+        # run, so a scoped ``fire-exp cleanup --run RUN`` finds it on this node's engine.
+        local = scratch / job.run / job.log_dir
         # Drop the box (the agent's working copy) before packing: the logs go back.
         record = execute(replace(job, attempt_dir=str(local)), panel)
         shutil.rmtree(local / "box", ignore_errors=True)
@@ -112,60 +126,218 @@ class RayExecutor:
         address: a running cluster (``HOST:PORT`` or ``auto``); None starts a local Ray
             for this run and shuts it down after.
         workers: attempts in flight at once.
-        cpus_per_attempt: Ray CPUs each attempt reserves.
+        cpus_per_attempt: Ray CPUs each attempt reserves (on a cluster: the floor for a
+            task whose ``task.toml`` declares none).
+        per_node: on a cluster, the most attempts one node runs at once (None: as many
+            as its CPUs and memory hold).
     """
 
     name = "ray"
 
     def __init__(self, address: str | None = None, workers: int = 2,
-                 cpus_per_attempt: float = 1.0, **_: object) -> None:
+                 cpus_per_attempt: float = 1.0, per_node: int | None = None,
+                 **_: object) -> None:
         if workers < 1:
             raise ValueError("executor.workers must be at least 1")
+        if per_node is not None and per_node < 1:
+            raise ValueError("executor.per_node must be at least 1 (or null)")
         self.address, self.workers, self.cpus = address, workers, cpus_per_attempt
+        self.per_node = per_node
+        self._owns_ray = False
+        self._nodes = NodePool()
 
-    def _connect(self, ray: Any) -> bool:
+    def _connect(self, ray: Any) -> None:
         if ray.is_initialized():
-            return False
+            return
         if self.address is None:
             ray.init(num_cpus=max(1, int(self.workers * self.cpus + 0.999)),
                      include_dashboard=False, log_to_driver=False,
                      logging_level="WARNING")
         else:
             ray.init(address=self.address, log_to_driver=False, logging_level="WARNING")
+        self._owns_ray = True
+
+    def prepare(self, panel: Panel, report: Report) -> bool:
+        """On a cluster: check every node and prepare its environment (its engine's task
+        images) before the panel starts; False when there is no cluster (a local Ray on
+        this machine: the driver prepares its own environment as for the local pool).
+
+        Raises:
+            PreflightError: a task fits no node, or a node cannot run the panel (named).
+        """
+        if self.address is None:
+            return False
+        import ray
+
+        self._connect(ray)
+        nodes = alive_nodes(ray)
+        check_fits(panel.tasks.values(), nodes, self.cpus)
+        self._nodes.prepare(ray, panel, nodes, report, wait=True)
         return True
 
     def run(self, panel: Panel, queue: JobQueue, on_start: OnStart, on_done: OnDone) -> None:
-        """Run the queue's jobs on the cluster, ``workers`` at a time."""
+        """Run the queue's jobs on the cluster, ``workers`` at a time (on a cluster: each
+        placed on a prepared node where its task's resources fit)."""
         import ray
 
-        started_here = self._connect(ray)
-        remote = ray.remote(ray_attempt).options(num_cpus=self.cpus, max_retries=0,
-                                                 retry_exceptions=False)
+        self._connect(ray)
+        remote = ray.remote(ray_attempt)
         running: dict[Any, AttemptJob] = {}
         try:
             config = ray.put(panel.config)  # once; every task reads it from the object store
-            while queue or running:
-                while queue and len(running) < self.workers:
-                    job = queue.popleft()
-                    on_start(job)
-                    running[remote.remote(config, job)] = job
-                ready, _ = ray.wait(list(running), num_returns=1, timeout=0.25)
-                for ref in ready:
-                    job = running.pop(ref)
-                    record = _collect(ray, ref, job, panel)
-                    if record is not None:
-                        on_done(job, record)
+            if self.address is None:
+                self._run_local(ray, remote, config, panel, queue, running, on_start, on_done)
+            else:
+                self._run_placed(ray, remote, config, panel, queue, running, on_start,
+                                 on_done)
             _sweep(ray)
         except KeyboardInterrupt:
             _abandon(ray, running, panel, on_done)
             raise
         finally:
-            if started_here:
+            if self._owns_ray:
                 ray.shutdown()
+                self._owns_ray = False
+
+    def _run_local(self, ray: Any, remote: Any, config: Any, panel: Panel, queue: JobQueue,
+                   running: dict[Any, AttemptJob], on_start: OnStart,
+                   on_done: OnDone) -> None:
+        while queue or running:
+            while queue and len(running) < self.workers:
+                job = queue.popleft()
+                on_start(job)
+                running[remote.options(num_cpus=self.cpus, max_retries=0,
+                                       retry_exceptions=False).remote(config, job)] = job
+            ready, _ = ray.wait(list(running), num_returns=1, timeout=0.25)
+            for ref in ready:
+                job = running.pop(ref)
+                record = _collect(ray, ref, job, panel)
+                if record is not None:
+                    on_done(job, record)
+
+    def _run_placed(self, ray: Any, remote: Any, config: Any, panel: Panel,
+                    queue: JobQueue, running: dict[Any, AttemptJob], on_start: OnStart,
+                    on_done: OnDone) -> None:
+        from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
+
+        placement = Placement(self.per_node)
+        where: dict[Any, tuple[Node, Demand]] = {}
+        refresh_at = 0.0
+        while queue or running:
+            if time.monotonic() >= refresh_at:
+                placement.update(self._nodes.ready(ray, panel, _stderr))
+                refresh_at = time.monotonic() + NODE_REFRESH_S
+            while queue and len(running) < self.workers:
+                need = demand(panel.tasks[queue[0].item.task], self.cpus)
+                node = placement.pick(need)
+                if node is None:
+                    break
+                job = queue.popleft()
+                on_start(job)
+                placement.hold(node, need)
+                ref = remote.options(
+                    num_cpus=need.cpus, memory=need.memory or None, max_retries=0,
+                    retry_exceptions=False,
+                    scheduling_strategy=NodeAffinitySchedulingStrategy(node.node_id,
+                                                                       soft=False),
+                ).remote(config, job)
+                running[ref], where[ref] = job, (node, need)
+            if not running:
+                if not placement.nodes and not self._nodes.pending:
+                    raise FireExpError(
+                        "executor=ray: no node of the cluster can take the attempts still "
+                        "owed (every node lost or unprepared); what finished is recorded: "
+                        "resume the run when nodes are back")
+                time.sleep(0.25)
+                refresh_at = 0.0
+                continue
+            ready, _ = ray.wait(list(running), num_returns=1, timeout=0.25)
+            for ref in ready:
+                job = running.pop(ref)
+                node, need = where.pop(ref)
+                placement.release(node.node_id, need)
+                record = _collect(ray, ref, job, panel, node.name)
+                if record is not None and record.cause in INFRASTRUCTURE_CAUSES:
+                    # A lost worker or engine: the node checks its engine again before
+                    # it takes more work, and the driver looks at the nodes again.
+                    self._nodes.prepared.pop(node.node_id, None)
+                    refresh_at = 0.0
+                if record is not None:
+                    on_done(job, record)
 
 
-def _collect(ray: Any, ref: Any, job: AttemptJob, panel: Panel) -> AttemptRecord | None:
+NODE_REFRESH_S = 5.0  # how often the driver looks for nodes that joined or died
+
+
+def _stderr(line: str) -> None:
+    print(line, file=sys.stderr, flush=True)
+
+
+class NodePool:
+    """The nodes prepared for this panel, and the preparations under way (driver side)."""
+
+    def __init__(self) -> None:
+        self.prepared: dict[str, Node] = {}  # node id -> node
+        self.engines: set[str] = set()  # engines whose task images are prepared
+        self.pending: dict[Any, Node] = {}  # preparation ref -> node
+        self.left_out: dict[str, str] = {}  # node id -> why its last preparation failed
+
+    def _launch(self, ray: Any, panel: Panel, node: Node) -> Any:
+        from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
+
+        return ray.remote(prepare_node).options(
+            num_cpus=0, max_retries=0,
+            scheduling_strategy=NodeAffinitySchedulingStrategy(node.node_id, soft=False),
+        ).remote(panel.config, panel_digest(panel), frozenset(self.engines))
+
+    def prepare(self, ray: Any, panel: Panel, nodes: list[Node], report: Report,
+                wait: bool) -> None:
+        """Prepare ``nodes`` (all at once); ``wait``: refuse if any cannot run the panel,
+        else report the failure and leave the node out."""
+        for node in nodes:
+            if node.node_id not in self.prepared and node not in self.pending.values():
+                self.pending[self._launch(ray, panel, node)] = node
+        if wait:
+            while self.pending:
+                self._settle(ray, report, refuse=True, timeout=None)
+
+    def _settle(self, ray: Any, report: Report, refuse: bool, timeout: float | None) -> None:
+        done, _ = ray.wait(list(self.pending), num_returns=1 if timeout is None else
+                           len(self.pending), timeout=timeout)
+        for ref in done:
+            node = self.pending.pop(ref)
+            try:
+                ready: NodeReady = ray.get(ref)
+            except ray.exceptions.RayError as exc:
+                ready = NodeReady(engine="", lines=(), error=f"{type(exc).__name__}: {exc}")
+            for line in ready.lines:
+                report(f"node {node.name}: {line}")
+            if ready.error is not None:
+                if refuse:
+                    raise PreflightError(f"node {node.name}: {ready.error}",
+                                         "fix that node, or stop it (ray stop on it)")
+                if self.left_out.get(node.node_id) != ready.error:  # say it once
+                    report(f"node {node.name}: left out: {ready.error}")
+                self.left_out[node.node_id] = ready.error
+                continue
+            self.left_out.pop(node.node_id, None)
+            self.engines.add(ready.engine)
+            self.prepared[node.node_id] = node
+
+    def ready(self, ray: Any, panel: Panel, report: Report) -> list[Node]:
+        """The live, prepared nodes; a node that joined starts its preparation now."""
+        if self.pending:
+            self._settle(ray, report, refuse=False, timeout=0)
+        alive = alive_nodes(ray)
+        self.prepare(ray, panel, [n for n in alive if n.node_id not in self.prepared],
+                     report, wait=False)
+        return [n for n in alive if n.node_id in self.prepared]
+
+
+def _collect(ray: Any, ref: Any, job: AttemptJob, panel: Panel, node: str = ""
+             ) -> AttemptRecord | None:
     """The attempt's record, its logs unpacked into the run folder; None if cancelled."""
+    on = f" (node {node})" if node else ""
     try:
         result = ray.get(ref)
     except ray.exceptions.TaskCancelledError:
@@ -173,10 +345,10 @@ def _collect(ray: Any, ref: Any, job: AttemptJob, panel: Panel) -> AttemptRecord
     except ray.exceptions.RayTaskError as exc:
         if isinstance(getattr(exc, "cause", None), ProtocolError):
             raise exc.cause from None  # the run stops (run_attempt)
-        return harness_failure(panel, job, f"the Ray task failed: {exc}")
+        return harness_failure(panel, job, f"the Ray task failed{on}: {exc}")
     except ray.exceptions.RayError as exc:  # worker or node died, object lost
         return harness_failure(panel, job,
-                               f"the Ray worker was lost: {type(exc).__name__}: {exc}")
+                               f"the Ray worker was lost{on}: {type(exc).__name__}: {exc}")
     return received(panel, job, *result)
 
 

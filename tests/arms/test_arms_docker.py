@@ -21,6 +21,7 @@ from fire_exp.registry import REGISTRY
 from fire_exp.runner.build import build_panel, prepare_panel
 from fire_exp.runner.execute import build_attempt
 from fire_exp.runner.model import job_for
+from tests.ci import missing
 
 pytestmark = [pytest.mark.docker, pytest.mark.slow]
 
@@ -53,9 +54,7 @@ def docker_engine() -> Iterator[Any]:
         client = docker.from_env()
         client.ping()
     except Exception as exc:  # noqa: BLE001
-        if os.environ.get("CI"):
-            pytest.fail(f"Docker is required in CI and is not reachable: {exc}")
-        pytest.skip(f"no Docker engine: {exc}")
+        missing(f"a reachable Docker engine ({exc})")
     bootstrap_base_image(BASE_IMAGE, client=client)
     if "looking-oracle" not in REGISTRY.names("agent"):
         REGISTRY.register("agent", "looking-oracle", LookingOracle)

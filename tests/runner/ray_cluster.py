@@ -1,4 +1,4 @@
-"""A real two-node Ray cluster on loopback for tests: a head and a worker node.
+"""A real Ray cluster on loopback for tests: a head and worker nodes (one by default).
 
 Both are ``ray start ... --block`` subprocesses in their own process groups, so teardown
 stops exactly the processes this test started (by process group id), not every Ray on
@@ -7,6 +7,7 @@ the machine as ``ray stop`` would.
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import signal
@@ -101,26 +102,50 @@ def _group_gone(pgid: int) -> bool:
     return False
 
 
-def start_cluster(env: dict[str, str]) -> Cluster:
-    """Start a head (1 CPU) and a worker node (1 CPU) on 127.0.0.1."""
+@dataclass(frozen=True)
+class NodeSpec:
+    """One ``ray start`` node: its CPUs, extra environment (e.g. ``DOCKER_HOST``) and
+    custom resources (e.g. ``{"fire-exp-node:a": 1}``, which names it)."""
+
+    cpus: int = 1
+    env: dict[str, str] = field(default_factory=dict)
+    resources: dict[str, float] = field(default_factory=dict)
+    memory: int | None = None  # bytes Ray may hand out
+
+
+def _spec_args(spec: NodeSpec) -> list[str]:
+    args = ["--num-cpus", str(spec.cpus)]
+    if spec.resources:
+        args += ["--resources", json.dumps(spec.resources)]
+    if spec.memory is not None:
+        args += ["--memory", str(spec.memory)]
+    return args
+
+
+def start_cluster(env: dict[str, str], head: NodeSpec | None = None,
+                  workers: tuple[NodeSpec, ...] = (NodeSpec(),)) -> Cluster:
+    """Start a head (1 CPU unless ``head`` says otherwise) and worker nodes on 127.0.0.1."""
     temp = Path(tempfile.mkdtemp(prefix="rt", dir="/tmp"))  # short: socket paths
     port = free_port()
     cluster = Cluster(address=f"127.0.0.1:{port}", temp_dir=temp)
-    common = ["--num-cpus", "1", "--object-store-memory", str(100 * 1024**2),
+    common = ["--object-store-memory", str(100 * 1024**2),
               "--disable-usage-stats", "--node-ip-address", "127.0.0.1", "--block"]
-    head = ["ray", "start", "--head", "--port", str(port), "--temp-dir", str(temp),
-            "--include-dashboard", "false", "--ray-client-server-port", str(free_port()),
-            *_node_ports(), *common]
-    worker = ["ray", "start", "--address", cluster.address, *_node_ports(), *common]
+    head = head or NodeSpec()
+    commands = [(["ray", "start", "--head", "--port", str(port), "--temp-dir", str(temp),
+                  "--include-dashboard", "false", "--ray-client-server-port",
+                  str(free_port()), *_node_ports(), *_spec_args(head), *common], head)]
+    commands += [(["ray", "start", "--address", cluster.address, *_node_ports(),
+                   *_spec_args(spec), *common], spec) for spec in workers]
     log = open(temp / "cluster.log", "ab")
     try:
-        for command in (head, worker):
-            cluster.procs.append(subprocess.Popen(command, env=env, stdout=log,
+        for i, (command, spec) in enumerate(commands):
+            cluster.procs.append(subprocess.Popen(command, env=env | spec.env, stdout=log,
                                                   stderr=subprocess.STDOUT,
                                                   start_new_session=True))
-            if command is head:
+            if i == 0:
                 _wait_port(port, cluster)
-        _wait_nodes(cluster, env, 2)
+            else:  # one node at a time: on a loaded machine two at once time out
+                _wait_nodes(cluster, env, i + 1)
     except BaseException:
         cluster.stop()
         raise

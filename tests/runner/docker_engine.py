@@ -1,0 +1,141 @@
+"""A second Docker engine on this machine, for tests of a cluster whose nodes each have
+their own engine.
+
+The test's ``dockerd`` has its own data root, exec root, pid file and unix socket under a
+temporary folder, its own bridge (``fxbr0``, created here; never ``--bridge=none``, which
+deletes the machine engine's ``docker0`` at start-up) and leaves the firewall alone
+(``--iptables=false``: the test's containers need no outbound network). Its config file
+is its own, carrying only the storage driver of the machine's engine, so the machine's
+``/etc/docker/daemon.json`` (which names the machine's data root) does not apply. The base
+image comes from the machine's engine by ``docker save | docker load``.
+
+:meth:`SecondEngine.stop` stops the daemon, removes the bridge and the folder, and
+:func:`machine_state` lets the test assert that the machine's engine is as it was.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+BRIDGE, BRIDGE_ADDRESS = "fxbr0", "10.213.0.1/24"
+
+
+def machine_state() -> dict[str, list[str]]:
+    """The machine engine's networks, containers and images, and the host's links."""
+    def lines(*cmd: str) -> list[str]:
+        out = subprocess.run(cmd, capture_output=True, text=True, timeout=60, check=True)
+        return sorted(out.stdout.split())
+
+    return {"networks": lines("docker", "network", "ls", "-q", "--no-trunc"),
+            "containers": lines("docker", "ps", "-aq", "--no-trunc"),
+            "images": lines("docker", "images", "-aq", "--no-trunc"),
+            "links": sorted(line.split(":")[1].strip().split("@")[0] for line in
+                            subprocess.run(["ip", "-o", "link"], capture_output=True,
+                                           text=True, check=True).stdout.splitlines())}
+
+
+def _storage_driver() -> str:
+    out = subprocess.run(["docker", "info", "--format", "{{.Driver}}"], capture_output=True,
+                         text=True, timeout=60, check=True)
+    return out.stdout.strip()
+
+
+@dataclass
+class SecondEngine:
+    """A ``dockerd`` this test started; ``host`` is its ``DOCKER_HOST``."""
+
+    folder: Path
+    proc: subprocess.Popen[bytes]
+
+    @property
+    def host(self) -> str:
+        return f"unix://{self.folder}/docker.sock"
+
+    def docker(self, *args: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
+        """``docker ARGS`` against this engine."""
+        return subprocess.run(["docker", "--host", self.host, *args], capture_output=True,
+                              text=True, timeout=timeout)
+
+    def stop(self) -> None:
+        """Stop the daemon (its containers with it), remove its bridge and folder."""
+        if self.proc.poll() is None:
+            ids = self.docker("ps", "-aq").stdout.split()
+            if ids:
+                self.docker("rm", "-f", *ids)
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait(timeout=10)
+        subprocess.run(["ip", "link", "del", BRIDGE], capture_output=True, check=False)
+        for line in Path("/proc/mounts").read_text().splitlines():  # overlay leftovers
+            mount = line.split()[1]
+            if mount.startswith(str(self.folder)):
+                subprocess.run(["umount", "-l", mount], capture_output=True, check=False)
+        shutil.rmtree(self.folder, ignore_errors=True)
+
+
+def missing() -> str | None:
+    """Why a second engine cannot start here, or None."""
+    if os.geteuid() != 0:
+        return "a second dockerd needs root"
+    for tool in ("dockerd", "docker", "ip"):
+        if shutil.which(tool) is None:
+            return f"{tool} is not installed"
+    if subprocess.run(["docker", "info"], capture_output=True, timeout=60).returncode:
+        return "the machine's Docker engine is not reachable"
+    if subprocess.run(["ip", "link", "show", BRIDGE], capture_output=True).returncode == 0:
+        return f"bridge {BRIDGE} exists already (another test's engine?)"
+    return None
+
+
+def start_engine(images: tuple[str, ...]) -> SecondEngine:
+    """Start the second engine and load ``images`` into it from the machine's engine."""
+    folder = Path(tempfile.mkdtemp(prefix="fxd", dir="/tmp"))  # short: the socket path
+    (folder / "daemon.json").write_text(json.dumps({"storage-driver": _storage_driver()}))
+    for cmd in (["ip", "link", "add", BRIDGE, "type", "bridge"],
+                ["ip", "addr", "add", BRIDGE_ADDRESS, "dev", BRIDGE],
+                ["ip", "link", "set", BRIDGE, "up"]):
+        subprocess.run(cmd, check=True, capture_output=True)
+    log = open(folder / "dockerd.log", "ab")  # noqa: SIM115 - the daemon writes it
+    proc = subprocess.Popen(
+        ["dockerd", "--config-file", str(folder / "daemon.json"),
+         "--data-root", str(folder / "data"), "--exec-root", str(folder / "exec"),
+         "--pidfile", str(folder / "docker.pid"), "--host", f"unix://{folder}/docker.sock",
+         "--bridge", BRIDGE, "--iptables=false", "--ip6tables=false"],
+        stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+    engine = SecondEngine(folder=folder, proc=proc)
+    try:
+        _wait_up(engine)
+        for image in images:
+            save = subprocess.Popen(["docker", "save", image], stdout=subprocess.PIPE)
+            load = subprocess.run(["docker", "--host", engine.host, "load"],
+                                  stdin=save.stdout, capture_output=True, timeout=300)
+            if save.wait(timeout=60) or load.returncode:
+                raise RuntimeError(f"docker save {image} | docker load failed: "
+                                   f"{load.stderr.decode(errors='replace')}")
+    except BaseException:
+        engine.stop()
+        raise
+    return engine
+
+
+def _wait_up(engine: SecondEngine, timeout: float = 60) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if engine.proc.poll() is not None:
+            raise RuntimeError("dockerd exited: "
+                               + (engine.folder / "dockerd.log").read_text()[-800:])
+        if engine.docker("version", timeout=10).returncode == 0:
+            return
+        time.sleep(0.3)
+    raise RuntimeError("the second dockerd did not come up")
