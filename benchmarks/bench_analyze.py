@@ -50,8 +50,8 @@ def run_once(csv: Path, out: Path) -> tuple[float, float, int]:
     env = _ENV | {"PYTHONPATH": str(ROOT)}
     before = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
     t0 = time.perf_counter()
-    proc = subprocess.run([sys.executable, "-m", "fire_exp", "analyze", str(csv), "--out",
-                           str(out)], env=env, capture_output=True, text=True)
+    proc = subprocess.run([sys.executable, "-m", "fire_exp", "analyze", str(csv), "--plan",
+                           "default", "--out", str(out)], env=env, capture_output=True, text=True)
     wall = time.perf_counter() - t0
     peak = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
     if proc.returncode not in (0, 1):

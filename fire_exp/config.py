@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
+import re
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -120,22 +122,58 @@ def _names(data: dict[str, Any], key: str, where: str) -> tuple[str, ...]:
 _AT_LEAST_ONE = frozenset({"workers", "max_steps", "max_tokens", "pids_limit",
                            "cpus_per_attempt", "attempts"})
 _AT_LEAST_ZERO = frozenset({"retries", "temperature", "max_replacements"})
+# Ceilings: a value above one is far more likely a typo (an extra zero, ``inf``) than an
+# experiment, and would exhaust the machine or the budget. ``ceilings=false`` lifts them
+# on purpose; every number must still be finite.
+DURATION_CEILING_S = 86_400.0  # a day, for any duration or timeout
+CEILINGS: dict[str, float] = {"attempts": 100, "workers": 256, "max_steps": 100_000,
+                              "max_tokens": 10_000_000, "pids_limit": 1_000_000,
+                              "cpus_per_attempt": 1024, "retries": 100,
+                              "max_replacements": 10, "temperature": 10}
+SCHEDULE_CEILING = 100_000  # attempts in one panel (tasks x arms x attempts)
+_LIFT = "or set ceilings=false to lift the ceiling on purpose"
 
 
 def _minimum(key: str) -> int | None:
     if key in _AT_LEAST_ONE:
         return 1
-    if key in _AT_LEAST_ZERO or key.endswith(("_s", "_sec")) or "timeout" in key:
+    if _is_duration(key) or key in _AT_LEAST_ZERO:
         return 0
     return None
 
 
-def check_ranges(params: dict[str, Any], where: str) -> None:
-    """Refuse a count below 1 or a duration below 0 in a group's parameters.
+def _is_duration(key: str) -> bool:
+    return key.endswith(("_s", "_sec")) or "timeout" in key
+
+
+def _ceiling(key: str) -> float | None:
+    return DURATION_CEILING_S if _is_duration(key) else CEILINGS.get(key)
+
+
+def _check_finite(value: Any, where: str, key: str) -> None:
+    """Refuse NaN or an infinity anywhere in a parameter (nested lists and mappings too)."""
+    if isinstance(value, float) and not math.isfinite(value):
+        raise InputError(f"configs/{where}", key, f"{value} is not a finite number",
+                         f"set {where}.{key} to a finite number")
+    if isinstance(value, dict):
+        for sub, item in value.items():
+            _check_finite(item, where, f"{key}.{sub}")
+    elif isinstance(value, list | tuple):
+        for i, item in enumerate(value):
+            _check_finite(item, where, f"{key}[{i}]")
+
+
+def check_ranges(params: dict[str, Any], where: str, *, ceilings: bool = True) -> None:
+    """Refuse a count below 1, a duration below 0, a number that is not finite, and a
+    value above its ceiling (unless ``ceilings`` is false).
 
     >>> check_ranges({"workers": 2, "think_s": 0.0}, "executor")
     """
     for key, value in params.items():
+        _check_finite(value, where, key)
+        if isinstance(value, dict):  # a nested block (agent.install: {timeout_s: ...})
+            check_ranges(value, f"{where}.{key}", ceilings=ceilings)
+            continue
         low = _minimum(key)
         if low is None or value is None:
             continue
@@ -145,39 +183,87 @@ def check_ranges(params: dict[str, Any], where: str) -> None:
         if not value >= low:  # also refuses NaN
             raise InputError(f"configs/{where}", key, f"{value} is below {low}",
                              f"set {where}.{key} to {low} or more")
+        high = _ceiling(key)
+        if high is not None and value > high and ceilings:
+            raise InputError(f"configs/{where}", key, f"{value:,} is above the ceiling "
+                             f"{high:,g}", f"set {where}.{key} to {high:,g} or less, {_LIFT}")
 
 
-def _component(data: dict[str, Any], where: str) -> ComponentConfig:
+# A name that becomes a file or folder name (a panel, a run, a task of a suite): one
+# path component, never '.' or '..', so it stays inside the folder it is meant for.
+_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._+-]{0,127}")
+
+
+def check_name(value: str, where: str, key: str) -> str:
+    """Refuse a name that would leave its folder (``../x``, ``a/b``, ``/tmp``) or is empty.
+
+    >>> check_name("fire-mini", "panel", "name")
+    'fire-mini'
+    """
+    if not _NAME.fullmatch(value) or ".." in value:
+        raise InputError(f"configs/{where}", key, f"{value!r} is not a plain name",
+                         "use letters, digits, '.', '_', '+' and '-', starting with a letter "
+                         "or digit; no '/' and no '..'")
+    return value
+
+
+def _component(data: dict[str, Any], where: str, ceilings: bool = True) -> ComponentConfig:
     if not isinstance(data, dict):
         raise InputError(f"configs/{where}", "<group>", "expected a mapping")
     name = _require(data, "name", str, where)
     params = {k: v for k, v in data.items() if k != "name"}
-    check_ranges(params, where)
+    check_ranges(params, where, ceilings=ceilings)
     return ComponentConfig(name=name, params=params)
 
 
-def panel_from_dict(data: dict[str, Any]) -> PanelConfig:
+def _task_names(data: dict[str, Any], key: str) -> tuple[str, ...]:
+    """A cohort's tasks: plain names, each listed once."""
+    names = _names(data, key, "panel")
+    seen: set[str] = set()
+    for name in names:
+        check_name(name, "panel", key)
+        if name in seen:
+            raise InputError("configs/panel", key, f"task {name!r} is listed twice",
+                             "list each task once; attempts= sets the attempts per task")
+        seen.add(name)
+    return names
+
+
+def panel_from_dict(data: dict[str, Any], *, ceilings: bool = True) -> PanelConfig:
     """Build a PanelConfig from the ``panel`` group, checking every field."""
     where = "panel"
     arms = _names(data, "arms", where)
     if not arms:
         raise InputError("configs/panel", "arms", "no arms", "list the arms of the panel")
+    twice = sorted({arm for arm in arms if arms.count(arm) > 1})
+    if twice:
+        raise InputError("configs/panel", "arms", f"arm {twice[0]!r} is listed twice",
+                         "list each arm once")
     attempts = _require(data, "attempts", int, where)
     if attempts < 1:
         raise InputError("configs/panel", "attempts", f"{attempts} < 1", "use at least 1")
-    eligible, silent = _names(data, "eligible", where), _names(data, "silent", where)
+    check_ranges({"attempts": attempts}, where, ceilings=ceilings)
+    eligible, silent = _task_names(data, "eligible"), _task_names(data, "silent")
     if not eligible and not silent:
         raise InputError("configs/panel", "eligible/silent", "no tasks")
-    check_ranges(dict(data.get("replacement") or {}), "panel.replacement")
+    check_ranges(dict(data.get("replacement") or {}), "panel.replacement",
+                 ceilings=ceilings)
     declare = arm_specs_from_dict(data.get("declare"))
     for name, spec in declare.items():
-        check_ranges(spec.agent, f"panel.declare.{name}.agent")
-        check_ranges(spec.environment, f"panel.declare.{name}.environment")
+        check_ranges(spec.agent, f"panel.declare.{name}.agent", ceilings=ceilings)
+        check_ranges(spec.environment, f"panel.declare.{name}.environment",
+                     ceilings=ceilings)
     both = set(eligible) & set(silent)
     if both:
         raise InputError("configs/panel", "silent", f"{sorted(both)} are also eligible")
+    size = (len(eligible) + len(silent)) * len(arms) * attempts
+    if size > SCHEDULE_CEILING and ceilings:
+        raise InputError("configs/panel", "attempts", f"the panel schedules {size:,} attempts, "
+                         f"above the ceiling {SCHEDULE_CEILING:,}",
+                         f"schedule fewer tasks, arms or attempts, {_LIFT}")
     return PanelConfig(
-        name=_require(data, "name", str, where), suite=_require(data, "suite", str, where),
+        name=check_name(_require(data, "name", str, where), where, "name"),
+        suite=_require(data, "suite", str, where),
         eligible=eligible, silent=silent, arms=arms, attempts=attempts,
         portfolio=_require(data, "portfolio", str, where),
         controls=str(data.get("controls", "controls")),
@@ -202,8 +288,8 @@ def _budget(data: dict[str, Any], key: str, kind: type) -> Any:
     return kind(value)
 
 
-def _flag(data: dict[str, Any], key: str, where: str) -> bool:
-    value = data.get(key, False)
+def _flag(data: dict[str, Any], key: str, where: str, default: bool = False) -> bool:
+    value = data.get(key, default)
     if not isinstance(value, bool):
         raise InputError(f"configs/{where}", key, f"expected true or false, got {value!r}")
     return value
@@ -224,13 +310,16 @@ def run_config_from_dict(data: dict[str, Any],
         raise InputError("configs/config.yaml", "seed", f"{seed} is negative",
                          "use a seed of 0 or more")
     run, resume = _run_name(data)
+    ceilings = _flag(data, "ceilings", "config.yaml", default=True)
     return RunConfig(
-        panel=panel_from_dict(data["panel"]), agent=_component(data["agent"], "agent"),
-        environment=_component(data["environment"], "environment"),
-        executor=_component(data["executor"], "executor"), seed=seed,
+        panel=panel_from_dict(data["panel"], ceilings=ceilings),
+        agent=_component(data["agent"], "agent", ceilings),
+        environment=_component(data["environment"], "environment", ceilings),
+        executor=_component(data["executor"], "executor", ceilings), seed=seed,
         run=run, results_dir=str(data.get("results_dir", "results")),
-        prereg=data.get("prereg"), analyze=bool(data.get("analyze", True)), resume=resume,
-        cost_pilot=_optional_text(data, "cost_pilot"),
+        prereg=_optional_text(data, "prereg"),
+        analyze=_flag(data, "analyze", "config.yaml", default=True),
+        resume=resume, cost_pilot=_optional_text(data, "cost_pilot"),
         choices=dict(choices or {}))
 
 
@@ -252,4 +341,6 @@ def _run_name(data: dict[str, Any]) -> tuple[str, str | None]:
     if resume is not None and run is not None and run != resume:
         raise InputError("configs/config.yaml", "resume",
                          f"run={run} and resume={resume} disagree", "give one of them")
-    return resume or run or str(data.get("new_run") or "run"), resume
+    name = resume or run or str(data.get("new_run") or "run")
+    check_name(name, "config.yaml", "resume" if resume else "run" if run else "new_run")
+    return name, resume

@@ -8,11 +8,11 @@ the runner.
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
 from fire_exp.errors import InputError
+from fire_exp.files import load_json
 
 __all__ = ["FORMAT", "read_manifest", "read_prereg"]
 
@@ -31,13 +31,10 @@ def read_manifest(path: Path) -> dict[str, Any]:
         InputError: missing, not JSON, or not a manifest of this format.
     """
     try:
-        manifest = json.loads(path.read_text(encoding="utf-8"))
+        manifest = load_json(path, fix="re-freeze with `fire-exp freeze`")
     except FileNotFoundError as exc:
         raise InputError(path, "<file>", "no such preregistration manifest",
                          "freeze the panel with `fire-exp freeze`") from exc
-    except json.JSONDecodeError as exc:
-        raise InputError(path, "<json>", f"not valid JSON: {exc.msg}",
-                         "re-freeze with `fire-exp freeze`") from exc
     if not isinstance(manifest, dict) or manifest.get("format") != FORMAT \
             or not isinstance(manifest.get("hashes"), dict):
         raise InputError(path, "format", f"not a {FORMAT} manifest",

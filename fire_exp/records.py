@@ -23,6 +23,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from fire_exp.errors import InputError
+from fire_exp.files import parse_json, unknown_key_message
 
 SCHEMA_VERSION = 1
 
@@ -230,10 +231,9 @@ def append_records(path: Path, records: Iterable[AttemptRecord | StartedRecord])
 
 def _parse_line(path: Path, lineno: int, text: str) -> AttemptRecord | StartedRecord:
     try:
-        raw = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise RecordsFileError(path, lineno, "<json>", f"not valid JSON ({exc.msg}); "
-                               "fix or delete this line") from exc
+        raw = parse_json(text, path)
+    except InputError as exc:
+        raise RecordsFileError(path, lineno, "<json>", exc.problem) from None
     if not isinstance(raw, dict):
         raise RecordsFileError(path, lineno, "<json>", "expected a JSON object per line")
     version = raw.get("schema_version")
@@ -244,15 +244,43 @@ def _parse_line(path: Path, lineno: int, text: str) -> AttemptRecord | StartedRe
     try:
         return model.model_validate(raw)
     except ValidationError as exc:
-        err = exc.errors()[0]
+        errors = exc.errors()
+        # a misspelt field is both missing and unknown: name the typo and the field meant
+        err = next((e for e in errors if e["type"] == "extra_forbidden"
+                    and "did you mean" in _unknown(model, e["loc"])), errors[0])
         field = ".".join(str(p) for p in err["loc"]) or "<record>"
-        raise RecordsFileError(path, lineno, field, err["msg"]) from exc
+        message = _unknown(model, err["loc"]) if err["type"] == "extra_forbidden" \
+            else err["msg"]
+        raise RecordsFileError(path, lineno, field, message) from exc
+
+
+def _unknown(model: type[BaseModel], loc: tuple[int | str, ...]) -> str:
+    return unknown_key_message(str(loc[-1]), _fields_at(model, loc))
+
+
+def _fields_at(model: type[BaseModel], loc: tuple[int | str, ...]) -> list[str]:
+    """The field names of the (nested) model an error location points into."""
+    for part in loc[:-1]:
+        field = model.model_fields.get(str(part))
+        inner = getattr(field, "annotation", None) if field is not None else None
+        if not (isinstance(inner, type) and issubclass(inner, BaseModel)):
+            return []
+        model = inner
+    return list(model.model_fields)
 
 
 def iter_lines(path: Path) -> Iterator[tuple[int, str, bool]]:
     """Yield (line number, text, complete) for each non-empty line of ``path``."""
-    with open(path, encoding="utf-8-sig") as fh:  # -sig: a BOM some editors add is no data
-        for lineno, text in enumerate(fh, start=1):
+    with open(path, "rb") as fh:  # decoded line by line, so a bad byte names its line
+        for lineno, data in enumerate(fh, start=1):
+            try:  # -sig: a BOM some editors add is no data
+                text = data.decode("utf-8-sig" if lineno == 1 else "utf-8")
+            except UnicodeDecodeError:
+                if not data.endswith(b"\n"):  # a torn last line, cut inside a character
+                    text = data.decode("utf-8", errors="replace")
+                else:
+                    raise RecordsFileError(path, lineno, "<text>", "is not UTF-8 text",
+                                           "save the file as UTF-8") from None
             complete = text.endswith("\n")
             if text.strip():
                 yield lineno, text.rstrip("\n"), complete

@@ -188,7 +188,8 @@ def test_no_import_runs_up_the_layers(graph, layers) -> None:
 
 
 def test_the_attempt_record_sits_at_the_bottom(graph) -> None:
-    assert set(graph["fire_exp.records"]) <= {"fire_exp.errors"}
+    assert set(graph["fire_exp.records"]) <= {"fire_exp.errors", "fire_exp.files"}
+    assert set(graph["fire_exp.files"]) <= {"fire_exp.errors"}
     assert not graph["fire_exp.errors"]
 
 

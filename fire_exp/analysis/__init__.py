@@ -5,6 +5,8 @@
 
 from fire_exp.analysis.accounting import RunStatus
 from fire_exp.analysis.arms import ARM_ORDER, arms_in_order
+from fire_exp.analysis.conformance import check_conformance
+from fire_exp.analysis.dry_run import dry_analysis
 from fire_exp.analysis.load import LoadedAttempts, load_attempts, normalize_frame
 from fire_exp.analysis.plan import AnalysisPlan, load_plan, parse_contrast
 from fire_exp.analysis.result import AnalysisResult
@@ -32,8 +34,10 @@ __all__ = [
     "SequentialState",
     "analyze",
     "arms_in_order",
+    "check_conformance",
     "choose_plan",
     "compare_tiers",
+    "dry_analysis",
     "load_attempts",
     "load_plan",
     "normalize_frame",

@@ -9,6 +9,7 @@ path; a file it finds fault with is read again row by row, so the error names th
 from __future__ import annotations
 
 import csv
+import io
 import math
 from pathlib import Path
 
@@ -17,8 +18,9 @@ import pandas as pd
 
 from fire_exp.analysis.frame import FAMILY_COLUMNS, LoadedAttempts, normalize_frame
 from fire_exp.analysis.plan import AnalysisPlan
-from fire_exp.analysis.validate import Entry, check_entries, frame_is_clean
+from fire_exp.analysis.validate import Entry, check_columns, check_entries, frame_is_clean
 from fire_exp.errors import InputError
+from fire_exp.files import read_text
 
 __all__ = ["load_csv"]
 
@@ -78,9 +80,10 @@ def _load_rows(path: Path, plan: AnalysisPlan | None, merge_runs: bool) -> Loade
     high = scale[1]
     entries: list[Entry] = []
     # utf-8-sig: a spreadsheet's byte-order mark is not part of the first column's name
-    with open(path, newline="", encoding="utf-8-sig") as fh:
+    with io.StringIO(read_text(path), newline="") as fh:  # a byte not UTF-8 names its line
         reader = csv.DictReader(fh)
         header = reader.fieldnames or []
+        check_columns(path, header, _CSV_KINDS)
         missing = [c for c in _REQUIRED if c not in header]
         if missing or not ({"reward", "passed"} & set(header)):
             need = missing or ["reward or passed"]
@@ -178,6 +181,7 @@ def _fast(path: Path, plan: AnalysisPlan | None, merge_runs: bool) -> LoadedAtte
     except (ValueError, UnicodeDecodeError):  # ragged rows, bad encoding: row by row
         return None
     header = list(raw.columns)
+    check_columns(path, header, _CSV_KINDS)
     if raw.isna().to_numpy().any() or not all(c in header for c in _REQUIRED) \
             or not ({"reward", "passed"} & set(header)):
         return None
@@ -212,4 +216,8 @@ def load_csv(path: Path, plan: AnalysisPlan | None, merge_runs: bool) -> LoadedA
     Raises:
         InputError: naming the line and the column of the first fault, and what to do.
     """
-    return _fast(path, plan, merge_runs) or _load_rows(path, plan, merge_runs)
+    try:
+        return _fast(path, plan, merge_runs) or _load_rows(path, plan, merge_runs)
+    except csv.Error as exc:  # a cell of more than 128 KiB, a stray quote in strict mode
+        raise InputError(path, "<csv>", f"not a readable CSV ({exc})",
+                         "one attempt per row, plain cells") from None

@@ -11,6 +11,8 @@ from __future__ import annotations
 import difflib
 import hashlib
 import json
+import math
+import re
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Annotated, Literal
@@ -20,6 +22,8 @@ from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationErr
 
 from fire_exp.analysis.plan_sequential import SequentialPlan
 from fire_exp.errors import InputError
+from fire_exp.files import read_text, unknown_key_message
+from fire_exp.policies.ablation import is_ablation_arm
 
 __all__ = ["PANEL_COHORTS", "AnalysisPlan", "Contrast", "check_plan_for_panel",
            "did_you_mean", "load_plan", "parse_contrast"]
@@ -75,6 +79,11 @@ class Contrast(_Model):
 
 
 
+# Resample ceilings: 10^7 and more run for minutes and exhaust a machine's memory; a plan
+# lifts them on purpose with ``ceilings: false``.
+RESAMPLE_CEILING = 1_000_000
+
+
 class Bootstrap(_Model):
     n_resamples: int = Field(default=10_000, ge=1)
     confidence_level: float = Field(default=0.95, gt=0, lt=1)
@@ -122,6 +131,13 @@ class AnalysisPlan(_Model):
     missing_data: MissingData = Field(default_factory=lambda: MissingData())
     interaction: Interaction | None = None
     sequential: SequentialPlan | None = None  # analysis/plan_sequential.py
+    # Lifts the resample ceilings; a permission, not part of the analysis (not hashed).
+    ceilings: bool = Field(default=True, exclude=True)
+
+    @model_validator(mode="after")
+    def _meaningful(self) -> AnalysisPlan:
+        check_plan_meaning(self)
+        return self
 
     @model_validator(mode="after")
     def _cohorts_named(self) -> AnalysisPlan:
@@ -145,6 +161,13 @@ class AnalysisPlan(_Model):
             names += parse_contrast(self.interaction.contrast)
         return list(dict.fromkeys([*names, *self.arms]))
 
+    def analyses_arm(self, arm: str) -> bool:
+        """Whether attempts of ``arm`` belong to this plan's analysis: an arm it names, or
+        a leave-one-family-out arm ``real-minus-F`` when it names ``real`` (the ablation
+        table analyses those against ``real``, docs/ablation.md)."""
+        names = self.arm_names
+        return arm in names or is_ablation_arm(arm) and "real" in names
+
     @property
     def cohort_names(self) -> list[str]:
         """The cohorts attempts may carry (``all`` is every task, never a label)."""
@@ -164,6 +187,48 @@ class AnalysisPlan(_Model):
         return hashlib.sha256(text.encode()).hexdigest()
 
 
+def check_plan_meaning(plan: AnalysisPlan) -> None:
+    """Refuse a plan that validates field by field yet means nothing, or would fail only
+    when the analysis runs: a contrast of an arm with itself, a cohort listed twice,
+    interaction cohorts that coincide or overlap (``all`` holds both), a reward scale
+    that is not finite, resamples above the ceiling.
+
+    Raises:
+        ValueError: ``FIELD: what is wrong`` (pydantic reports it with the plan's file).
+    """
+    named = [("primary.contrast", plan.primary.contrast)]
+    named += [(f"secondary.{i}", c) for i, c in enumerate(plan.secondary)]
+    if plan.interaction is not None:
+        named.append(("interaction.contrast", plan.interaction.contrast))
+    pairs: dict[frozenset[str], str] = {}
+    for field, text in named[:1 + len(plan.secondary)]:
+        left, right = parse_contrast(text)
+        if left == right:
+            raise ValueError(f"{field}: {text!r} contrasts arm {left!r} with itself")
+        seen = pairs.setdefault(frozenset((left, right)), text)
+        if seen != text:  # the same pair reversed: one test counted twice (Holm)
+            raise ValueError(f"{field}: {text!r} is {seen!r} reversed; list each pair once")
+    for field, text in named[1 + len(plan.secondary):]:
+        left, right = parse_contrast(text)
+        if left == right:
+            raise ValueError(f"{field}: {text!r} contrasts arm {left!r} with itself")
+    twice = sorted({c for c in plan.cohorts if plan.cohorts.count(c) > 1})
+    if twice:
+        raise ValueError(f"cohorts: {twice[0]!r} is listed twice; list each cohort once")
+    if plan.interaction is not None:
+        a, b = plan.interaction.cohorts
+        if a == b or "all" in (a, b):
+            raise ValueError(f"interaction.cohorts: {a!r} and {b!r} share tasks; an "
+                             "interaction compares two disjoint cohorts: [eligible, silent]")
+    if not all(math.isfinite(v) for v in plan.reward_scale):
+        raise ValueError(f"reward_scale: {list(plan.reward_scale)} is not finite")
+    for field, n in (("bootstrap.n_resamples", plan.bootstrap.n_resamples),
+                     ("permutation.n_resamples", plan.permutation.n_resamples)):
+        if n > RESAMPLE_CEILING and plan.ceilings:
+            raise ValueError(f"{field}: {n:,} is above the ceiling {RESAMPLE_CEILING:,}; "
+                             "use fewer, or set ceilings: false in the plan on purpose")
+
+
 # libyaml's safe loader when PyYAML has it (it reads a plan several times faster).
 _SAFE_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
@@ -176,22 +241,47 @@ def load_plan(path: Path | str) -> AnalysisPlan:
     """
     path = Path(path)
     try:
-        raw = yaml.load(path.read_text(encoding="utf-8"), Loader=_SAFE_LOADER)
+        raw = yaml.load(read_text(path), Loader=_SAFE_LOADER)
     except FileNotFoundError as exc:
         raise InputError(path, "<file>", "analysis plan not found",
                          "pass --plan analysis/NAME.yaml") from exc
     except yaml.YAMLError as exc:
         raise InputError(path, "<yaml>", f"not valid YAML: {exc}") from exc
+    except (RecursionError, ValueError) as exc:  # nested too deeply; a 5,000-digit number
+        raise InputError(path, "<yaml>", "nested too deeply or holds a number of thousands "
+                         "of digits", "see analysis/default.yaml") from exc
     if not isinstance(raw, dict):
         raise InputError(path, "<plan>", "expected a mapping of plan fields")
     try:
         return AnalysisPlan.model_validate(raw)
     except ValidationError as exc:
-        err = exc.errors()[0]
+        errors = exc.errors()
+        # a misspelt key is both missing and unknown: name the typo and the key meant
+        err = next((e for e in errors if e["type"] == "extra_forbidden" and "did you mean"
+                    in unknown_key_message(str(e["loc"][-1]), _keys_at(e["loc"]))), errors[0])
         field = ".".join(str(p) for p in err["loc"]) or "<plan>"
+        message = err["msg"].removeprefix("Value error, ")
+        if err["type"] == "extra_forbidden":  # a typo of a key: name the key meant
+            message = unknown_key_message(str(err["loc"][-1]), _keys_at(err["loc"]))
+        named = re.match(r"([a-z_]+(?:\.[a-z_0-9]+)*): (.*)", message, re.S)
+        if field == "<plan>" and named:  # a whole-plan check names its own field
+            field, message = named.groups()
         example = "sequential" if field.startswith("sequential") else "default"
-        raise InputError(path, field, err["msg"].removeprefix("Value error, "),
-                         f"see analysis/{example}.yaml") from exc
+        raise InputError(path, field, message, f"see analysis/{example}.yaml") from exc
+
+
+def _keys_at(loc: tuple[int | str, ...]) -> list[str]:
+    """The keys of the plan section an error location points into."""
+    model: type[BaseModel] = AnalysisPlan
+    for part in loc[:-1]:
+        field = model.model_fields.get(str(part))
+        inner = getattr(field, "annotation", None) if field is not None else None
+        inner = next((a for a in getattr(inner, "__args__", ()) if isinstance(a, type)
+                      and issubclass(a, BaseModel)), inner)
+        if not (isinstance(inner, type) and issubclass(inner, BaseModel)):
+            return []
+        model = inner
+    return list(model.model_fields)
 
 
 def check_plan_for_panel(plan: AnalysisPlan, path: Path | str, panel_arms: Iterable[str],
@@ -217,7 +307,8 @@ def check_plan_for_panel(plan: AnalysisPlan, path: Path | str, panel_arms: Itera
         if cohort not in PANEL_COHORTS:
             raise InputError(path, "cohorts", f"cohort {cohort!r} is not a panel cohort",
                              did_you_mean(cohort, [*PANEL_COHORTS, "all"]))
-    missing = [arm for arm in panel if arm not in plan.arm_names]
+    missing = [arm for arm in panel if not plan.analyses_arm(arm)]
     if missing:
         raise InputError(path, "arms", f"the panel's arm(s) {missing} are not in the plan",
-                         "add them to a contrast or to the plan's arms: list")
+                         "add them to a contrast or to the plan's arms: list; an ablation "
+                         "arm real-minus-F needs the plan to name real")

@@ -4,8 +4,10 @@ manifest, and the analysis plan — by default the one frozen with the run.
 ``read_run`` reads a run folder (``attempts.jsonl`` and optional ``prereg.json``) or an
 attempts file (JSONL or CSV; a ``prereg.json`` beside it counts) once. ``choose_plan``
 decides which plan analyses it: the plan given (``--plan``), else the one the run's
-``prereg.json`` froze (found by its SHA-256), else ``analysis/default.yaml`` when the run
-has no manifest. The choice, and whether it matches the frozen plan, is recorded.
+``prereg.json`` froze (found by its SHA-256). An attempts file without a manifest is
+analysed only with a plan given explicitly, and the choice says so; a frame in memory
+gets ``analysis/default.yaml``. The choice, and whether it matches the frozen plan, is
+recorded.
 """
 
 from __future__ import annotations
@@ -21,7 +23,7 @@ from fire_exp.analysis.plan import AnalysisPlan, load_plan
 from fire_exp.errors import InputError
 from fire_exp.manifest import read_prereg
 from fire_exp.paths import ANALYSIS_DIR
-from fire_exp.records import ReadResult, read_records
+from fire_exp.records import ReadResult, RecordsFileError, read_records
 
 __all__ = ["PlanChoice", "RunInputs", "attempts_path", "choose_plan", "read_prereg",
            "read_run", "resolve_plan"]
@@ -79,10 +81,22 @@ def read_run(run: Path | str, *, merge_runs: bool = False,
     if path.suffix.lower() == ".csv":
         loaded = load_attempts(path, plan, merge_runs=merge_runs)
     else:
-        records = read_records(path)
+        records = _read_jsonl(path)
         loaded = loaded_from_records(records, path)
     return RunInputs(loaded, records, read_prereg(path.parent / "prereg.json"), path,
                      run.name if run.is_dir() else run.stem)
+
+
+def _read_jsonl(path: Path) -> ReadResult:
+    """The records of a JSONL file; a first line that is no JSON asks whether it is a CSV."""
+    try:
+        return read_records(path)
+    except RecordsFileError as exc:
+        if exc.line == 1 and exc.field == "<json>" and path.suffix.lower() != ".jsonl":
+            raise RecordsFileError(path, 1, "<json>", exc.problem,
+                                   "a table of attempts is read as CSV only when its name "
+                                   "ends in .csv, comma-separated") from None
+        raise
 
 
 def resolve_plan(text: str | Path, *, field: str = "--plan") -> Path:
@@ -132,10 +146,14 @@ class PlanChoice:
         where = f" ({self.path})" if self.path is not None else ""
         how = {"frozen": "the plan frozen with the run (prereg.json)",
                "default": "the default plan: the run has no prereg.json"}.get(self.source)
-        if how is None:
+        if how is None and self.frozen_sha256 is None:
+            how = ("given; NO PREREGISTRATION (no prereg.json): the attempts were checked "
+                   "against this plan only, not a frozen schedule")
+        elif how is None:
             how = {True: "given; identical to the plan frozen with the run",
                    False: "given; it DIFFERS FROM the plan frozen with the run",
-                   None: "given; no frozen plan to compare with"}[self.matches_frozen]
+                   None: "given; not compared with the plan frozen with the run"
+                   }[self.matches_frozen]
         return f"analysis plan {self.plan.name}{where}: {how}"
 
 
@@ -172,5 +190,11 @@ def choose_plan(inputs: RunInputs, plan: AnalysisPlan | str | Path | None) -> Pl
         return PlanChoice(load_plan(path), path, "given", frozen_sha, matches)
     if inputs.prereg is not None and inputs.path is not None:
         return _frozen_plan(inputs.prereg, inputs.path.parent / "prereg.json")
+    if inputs.path is not None:
+        raise InputError(inputs.path.parent / "prereg.json", "<file>",
+                         "no preregistration manifest beside the attempts, so no frozen plan "
+                         "or schedule to check them against",
+                         "to analyse them without one, pass --plan analysis/default.yaml "
+                         "or another plan; the output then says so")
     default = ANALYSIS_DIR / "default.yaml"
     return PlanChoice(load_plan(default), default, "default")

@@ -38,6 +38,7 @@ from fire_exp.analysis.arms import (
     reference_arm,
     suite_cohort,
 )
+from fire_exp.analysis.conformance import check_conformance
 from fire_exp.analysis.counts import errors_frame, funnel_frames, near_miss_frame, pass_k_frame
 from fire_exp.analysis.frame import FAMILY_COLUMNS, LoadedAttempts, normalize_frame
 from fire_exp.analysis.load import validate_attempts
@@ -416,6 +417,7 @@ def analyze(source: str | Path | pd.DataFrame | LoadedAttempts | RunInputs,
     if inputs.path is not None:
         validate_attempts(inputs.path, plan, merge_runs=merge_runs, read=inputs.records,
                           loaded=inputs.loaded)
+        check_conformance(inputs.path, inputs.records, inputs.prereg)
     att, notes = loaded.attempts, list[str]()
     if att.empty:
         raise InputError(loaded.source, "<attempts>", "no finished, valid attempt to analyse",

@@ -9,8 +9,9 @@ file, the line and the field.
 
 from __future__ import annotations
 
+import difflib
 import math
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -20,7 +21,7 @@ import pandas as pd
 from fire_exp.analysis.plan import AnalysisPlan, did_you_mean
 from fire_exp.errors import InputError
 
-__all__ = ["Entry", "check_entries", "frame_is_clean"]
+__all__ = ["Entry", "check_columns", "check_entries", "frame_is_clean"]
 
 
 @dataclass(frozen=True)
@@ -59,7 +60,7 @@ def _check_reward(path: Path, e: Entry, scale: tuple[float, float], column: str)
 
 def _check_names(path: Path, e: Entry, plan: AnalysisPlan, arms: set[str],
                  cohorts: set[str], column: str) -> None:
-    if e.arm not in arms:
+    if e.arm not in arms and not plan.analyses_arm(e.arm):
         raise InputError(path, f"line {e.line}, {column} 'arm'",
                          f"arm {e.arm!r} is not named by the plan '{plan.name}'",
                          f"{did_you_mean(e.arm, arms)}; rename it, or list it "
@@ -121,9 +122,37 @@ def frame_is_clean(frame: pd.DataFrame, *, plan: AnalysisPlan | None, merge_runs
         return False
     if np.any(passed & (reward <= low)) or np.any(~passed & (reward >= high)):
         return False
-    if plan is not None and not (frame["arm"].isin(plan.arm_names).all()
+    if plan is not None and not (all(map(plan.analyses_arm, frame["arm"].unique()))
                                  and frame["cohort"].isin([*plan.cohort_names, "all"]).all()):
         return False
     if (frame.groupby("task", sort=False)["cohort"].nunique() > 1).any():
         return False
     return merge_runs or "run" not in frame or frame["run"].nunique() <= 1
+
+
+def check_columns(path: Path, header: Sequence[str], known: Iterable[str]) -> None:
+    """Refuse a column that is not one fire-exp reads but looks like one (``rewrd``,
+    ``Cohort``, ``task ``): it would be ignored, and its attempts read without it.
+    Columns unlike any known one (``notes``) are ignored, as before.
+
+    Raises:
+        InputError: naming the column and the known one it resembles.
+    """
+    names = sorted(set(known))
+    if len(header) == 1 and any(sep in header[0] for sep in ";\t|"):
+        sep = next(s for s in ";\t|" if s in header[0])
+        raise InputError(path, "line 1 (header)", f"one column {header[0]!r}: the file looks "
+                         f"{sep!r}-separated", "save it comma-separated")
+    for i, column in enumerate(header):
+        # twice: as read, or as pandas renames the second one (task, task.1)
+        base = column.rsplit(".", 1)[0] if column.rsplit(".", 1)[-1].isdigit() else None
+        if column in names and column in header[:i] or base in names and base in header[:i]:
+            raise InputError(path, "line 1 (header)", f"column {base or column!r} appears "
+                             "twice", "keep one column of each name")
+        if column in names:
+            continue
+        close = difflib.get_close_matches(column.strip().lower(), names, n=1, cutoff=0.8)
+        if close and close[0] not in header:
+            raise InputError(path, "line 1 (header)", f"column {column!r} is not a column "
+                             f"fire-exp reads; did you mean {close[0]!r}?",
+                             "rename it: a column fire-exp does not know is ignored")

@@ -17,7 +17,7 @@ from typing import NoReturn
 
 from fire_exp.errors import FireExpError
 
-__all__ = ["COMMANDS", "console", "error_line", "main"]
+__all__ = ["COMMANDS", "UNREADABLE", "console", "error_line", "main"]
 
 # command -> (module, one-line help)
 COMMANDS: dict[str, tuple[str, str]] = {
@@ -56,8 +56,19 @@ _OS_FIXES = {
 }
 
 
+# Decoding faults no reader turned into an InputError (each reader at an entry point names
+# its file; this is the net under them): still one line, never a traceback.
+UNREADABLE = (UnicodeDecodeError, RecursionError)
+
+
 def error_line(command: str, exc: BaseException) -> str:
     """The one line a user-facing error or an OS error prints (no traceback)."""
+    if isinstance(exc, UnicodeDecodeError):
+        return (f"fire-exp {command}: error: a file it read is not UTF-8 text ({exc.reason} "
+                f"at byte {exc.start}) (save it as UTF-8)")
+    if isinstance(exc, RecursionError):
+        return (f"fire-exp {command}: error: a file it read is nested too deeply to read "
+                "(flatten it)")
     if isinstance(exc, OSError) and not isinstance(exc, FireExpError):
         where = exc.filename if exc.filename is not None else "<file system>"
         what = exc.strerror or type(exc).__name__
@@ -115,7 +126,7 @@ def _dispatch(argv: list[str] | None, started: Callable[[], None]) -> int:
         module = importlib.import_module(COMMANDS[name][0])
         started()
         return int(module.main(rest) or 0)
-    except (FireExpError, OSError) as exc:  # OSError: permissions, a full disk, ...
+    except (FireExpError, OSError, *UNREADABLE) as exc:  # OSError: permissions, a full disk
         print(error_line(name, exc), file=sys.stderr)
         return 2
     except KeyboardInterrupt:  # Ctrl-C: one line, the shell's status for SIGINT

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import difflib
 import sys
 from collections.abc import Callable
 from typing import Any
@@ -34,9 +35,11 @@ def hydra_main(prog: str, argv: list[str], body: Callable[[RunConfig], int]) -> 
 
     @hydra.main(config_path=str(CONFIG_DIR), config_name="config", version_base="1.3")
     def _app(cfg: DictConfig) -> None:
+        from fire_exp.cli import UNREADABLE
+
         try:
             code = body(to_run_config(cfg))
-        except (FireExpError, OSError) as exc:
+        except (FireExpError, OSError, *UNREADABLE) as exc:
             from fire_exp.cli import error_line
 
             print(error_line(prog, exc), file=sys.stderr)
@@ -47,6 +50,48 @@ def hydra_main(prog: str, argv: list[str], body: Callable[[RunConfig], int]) -> 
     sys.argv = [f"fire-exp {prog}", *argv]
     try:
         _app()
+    except SystemExit as exc:
+        hint = override_hint(argv) if exc.code == 1 else None  # Hydra refused an override
+        if hint is None:
+            raise
+        print(f"fire-exp {prog}: error: {hint}", file=sys.stderr)
+        raise SystemExit(2) from None
     finally:
         sys.argv = saved
     return status["code"]
+
+
+_GROUPS = ("panel", "agent", "environment", "executor")
+
+
+def override_hint(argv: list[str]) -> str | None:
+    """The one line for an override naming a key the config lacks (``panel.atempts=3``),
+    with the key meant; None when every key exists (Hydra refused for another reason).
+    """
+    from hydra import compose, initialize_config_dir
+    from hydra.core.global_hydra import GlobalHydra
+
+    overrides = [a for a in argv if "=" in a and not a.startswith(("+", "~", "-"))]
+    choices = [a for a in overrides if a.split("=", 1)[0] in _GROUPS]
+    try:
+        GlobalHydra.instance().clear()
+        with initialize_config_dir(config_dir=str(CONFIG_DIR), version_base="1.3"):
+            cfg = compose(config_name="config", overrides=choices)
+    except Exception:  # noqa: BLE001 - a bad group choice: Hydra's own message stands
+        return None
+    finally:
+        GlobalHydra.instance().clear()
+    for override in overrides:
+        key = override.split("=", 1)[0]
+        node: Any = cfg
+        for depth, part in enumerate(key.split(".")):
+            if not isinstance(node, DictConfig):
+                break
+            if part not in node:
+                close = difflib.get_close_matches(part, [str(k) for k in node], n=1)
+                prefix = ".".join(key.split(".")[:depth] + [close[0]]) if close else ""
+                meant = f"did you mean {prefix}=...? " if close else ""
+                return (f"{key}: no such key in the config ({meant}a new key is added "
+                        f"with +{key}=...)")
+            node = node[part]
+    return None

@@ -2,7 +2,7 @@
 
 PATH is an attempts file (JSONL or CSV) or a run folder holding ``attempts.jsonl``. The
 plan is the one frozen with the run (its ``prereg.json``) unless ``--plan`` names another;
-without a ``prereg.json``, ``analysis/default.yaml``. Writes every table of the analysis
+a file without a ``prereg.json`` is analysed only with ``--plan``, and the output says so. Writes every table of the analysis
 as CSV and Markdown, with ``metadata.json`` (the plan used among it), to DIR (default
 ``<run folder>/report/data``, or ``<file stem>-report/data/`` next to a file) and prints
 which plan it used and a short Markdown summary.
@@ -15,7 +15,7 @@ import sys
 from pathlib import Path
 
 from fire_exp.analysis import analyze
-from fire_exp.errors import InputError
+from fire_exp.report.outputs import check_output_folder
 from fire_exp.report.render import DATA_DIR, default_out, summary_markdown, write_tables
 
 __all__ = ["main"]
@@ -32,11 +32,9 @@ def main(argv: list[str] | None = None) -> int:
                         help="pool the attempts of several runs in one file (else refused)")
     args = parser.parse_args(argv)
 
-    if args.out is not None and args.out.exists() and not args.out.is_dir():
-        raise InputError(args.out, "--out", "is a file, not a folder",
-                         "name a folder for the tables (it is created if missing)")
-    result = analyze(args.path, args.plan, merge_runs=args.merge_runs)
     out = args.out or default_out(args.path) / DATA_DIR
+    check_output_folder(out, "tables")  # before the analysis: nothing to undo
+    result = analyze(args.path, args.plan, merge_runs=args.merge_runs)
     write_tables(result, out)
     print(result.metadata["plan_used"])
     print(summary_markdown(result))

@@ -17,6 +17,7 @@ import sys
 from pathlib import Path
 
 from fire_exp.errors import InputError
+from fire_exp.files import read_text
 from fire_exp.policies.hook_files import (
     merged,
     read_json,
@@ -64,12 +65,13 @@ def _report(path: Path, result: tuple[bool, Path | None]) -> None:
 
 def _remove(out: Path, target: str) -> int:
     path = out / TARGETS[target]
-    if path.is_file():
-        doc = without_ours(read_json(path))
-        _report(path, write_with_backup(path, json.dumps(doc, indent=2) + "\n"))
     config = out / CODEX_CONFIG
-    if target == "codex" and config.is_file():
-        text = without_feature_flag(config.read_text(encoding="utf-8"))
+    doc = without_ours(read_json(path)) if path.is_file() else None
+    text = without_feature_flag(read_text(config), str(config)) \
+        if target == "codex" and config.is_file() else None  # both checked before writing
+    if doc is not None:
+        _report(path, write_with_backup(path, json.dumps(doc, indent=2) + "\n"))
+    if text is not None:
         _report(config, write_with_backup(config, text))
     return 0
 
@@ -95,6 +97,9 @@ def main(argv: list[str]) -> int:
     if not args.portfolio or not args.arm:
         raise InputError("fire-exp export-hooks", "--portfolio/--arm", "missing",
                          "give both (or --remove to take fire-exp's hooks out)")
+    if not 1 <= args.timeout <= 86_400:
+        raise InputError("fire-exp export-hooks", "--timeout", f"{args.timeout} seconds is "
+                         "outside 1..86400", "give each hook between a second and a day")
     families = load_arm_families(args.portfolio, args.arm, args.controls)
     state = Path(args.state).expanduser().resolve() if args.state else out / ".fire-exp" / "hooks"
     settings = hook_settings(args.target, families, portfolio=_absolute(args.portfolio),
@@ -103,12 +108,14 @@ def main(argv: list[str]) -> int:
                              timeout_s=args.timeout)
     path = out / TARGETS[args.target]
     doc = merged(read_json(path), settings)
+    config = out / CODEX_CONFIG
+    if args.target == "codex":  # both files checked before either is written
+        text = read_text(config) if config.is_file() else ""
+        flagged = with_feature_flag(text, str(config))
     _report(path, write_with_backup(path, json.dumps(doc, indent=2) + "\n"))
     print(f"hooks: {', '.join(settings['hooks'])}; activity log: {state / 'activity.jsonl'}",
           file=sys.stderr)
     if args.target == "codex":
-        config = out / CODEX_CONFIG
-        text = config.read_text(encoding="utf-8") if config.is_file() else ""
-        _report(config, write_with_backup(config, with_feature_flag(text)))
+        _report(config, write_with_backup(config, flagged))
         print(_trust_steps(out), file=sys.stderr)
     return 0

@@ -4,8 +4,8 @@ RUN is a run folder (``attempts.jsonl``, optional ``prereg.json``) or an attempt
 Writes every paper table as ``.tex`` (booktabs), ``.md`` and ``.csv``, every figure as
 ``.png`` and ``.pdf``, and the analysis' own tables under ``data/``, to DIR (default
 ``RUN/report``). The plan is the one the run's preregistration froze unless ``--plan``
-names another (without a ``prereg.json``: ``analysis/default.yaml``); the output says
-which. A run still in progress is reported as far as it has finished, and says so.
+names another (a run without a ``prereg.json`` needs ``--plan``); the output says
+which. DIR must be new, empty or an earlier report (``fire_exp/report/outputs.py``). A run still in progress is reported as far as it has finished, and says so.
 Several runs (one per agent tier) need ``--out DIR``: each is reported into
 ``DIR/<tier>/`` and ``DIR/tiers.*`` compares them.
 """
@@ -30,13 +30,17 @@ def main(argv: list[str] | None = None) -> int:
 
     from fire_exp.errors import InputError
     from fire_exp.report.build import build_report, build_tier_report
+    from fire_exp.report.outputs import check_output_folder
+    from fire_exp.report.render import default_out
 
     if len(args.runs) == 1:
+        check_output_folder(args.out or default_out(args.runs[0]), "report")
         print(build_report(args.runs[0], args.plan, args.out).summary())
         return 0
     if args.out is None:
         raise InputError("--out", "--out", "several runs need an output folder",
                          "pass --out DIR (each tier goes to DIR/<tier>/)")
+    check_output_folder(args.out, "tiers")
     reports, tiers = build_tier_report(args.runs, args.plan, args.out)
     for report in reports:
         print(f"{report.tier}: {report.result.metadata['plan_used']}")

@@ -52,6 +52,19 @@ def preregister(panel: Panel, run_dir: Path) -> str:
     return f"frozen at launch into {in_run} (no {frozen} was committed beforehand)"
 
 
+def check_records_so_far(run_dir: Path) -> None:
+    """Refuse to resume a run whose attempts file holds records its manifest never
+    scheduled (a hand-edited or merged file): the analysis would refuse them only after
+    the last attempt. Checked as the analysis checks them (``analysis/conformance.py``)."""
+    path = run_dir / "attempts.jsonl"
+    if path.is_file():
+        from fire_exp.analysis.conformance import check_conformance
+        from fire_exp.manifest import read_prereg
+        from fire_exp.records import read_records
+
+        check_conformance(path, read_records(path), read_prereg(run_dir / "prereg.json"))
+
+
 def resume_command(argv: list[str], run: str) -> str:
     """The command line that resumes ``run`` with the same overrides."""
     kept = [a for a in argv if not a.startswith(("run=", "resume="))]
@@ -95,6 +108,7 @@ def _run(config: RunConfig, argv: list[str]) -> int:
     prepare_panel(panel)  # refuses before anything is recorded
     projection = _projection(panel, run_dir, config.cost_pilot)  # a bad pilot refuses here
     status = preregister(panel, run_dir)
+    check_records_so_far(run_dir)
     print(f"panel {panel.name}: {len(panel.schedule)} attempts "
           f"({len(panel.tasks)} tasks x {len(panel.arms)} arms x {config.panel.attempts}); "
           f"preregistration {status}; run folder {run_dir}", file=sys.stderr)

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import fnmatch
 import json
+import math
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
@@ -30,6 +31,7 @@ from typing import Any
 import yaml
 
 from fire_exp.errors import InputError
+from fire_exp.files import load_json, read_text
 from fire_exp.records import AttemptRecord, Cause, Timings, Usage
 
 __all__ = ["ArmMapping", "HarborTrial", "cause_for", "import_harbor", "load_mapping",
@@ -116,11 +118,14 @@ def load_mapping(path: Path) -> ArmMapping:
         InputError: missing file, bad YAML, or a field of the wrong shape.
     """
     try:
-        raw = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+        raw = yaml.safe_load(read_text(path)) or {}
     except FileNotFoundError:
         raise InputError(path, "<file>", "mapping file not found") from None
     except yaml.YAMLError as exc:
         raise InputError(path, "<yaml>", f"not valid YAML: {exc}") from exc
+    except (RecursionError, ValueError) as exc:  # nested too deeply; a 5,000-digit integer
+        raise InputError(path, "<yaml>", "nested too deeply, or an integer of thousands of "
+                         "digits") from exc
     if not isinstance(raw, dict):
         raise InputError(path, "<mapping>", "expected a mapping with arm_from, arms, cohorts")
     unknown = set(raw) - {"arm_from", "arms", "cohorts", "default_cohort", "pass_threshold"}
@@ -136,7 +141,15 @@ def load_mapping(path: Path) -> ArmMapping:
     return ArmMapping(source, tuple((str(k), v) for k, v in arms.items()),
                       {str(k): str(v) for k, v in cohorts.items()},
                       str(raw.get("default_cohort", "all")),
-                      float(raw.get("pass_threshold", 1.0)))
+                      _threshold(raw.get("pass_threshold", 1.0), path))
+
+
+def _threshold(value: Any, path: Path) -> float:
+    if isinstance(value, bool) or not isinstance(value, int | float) \
+            or not math.isfinite(value):
+        raise InputError(path, "pass_threshold", f"expected a finite number, got {value!r:.60}",
+                         "e.g. pass_threshold: 1.0")
+    return float(value)
 
 
 @dataclass(frozen=True)
@@ -183,10 +196,7 @@ def read_trials(job_dirs: Sequence[Path]) -> list[HarborTrial]:
         if not job.is_dir():
             raise InputError(job, "<folder>", "not a Harbor job folder")
         for path in sorted(job.glob("*/result.json")):
-            try:
-                raw = json.loads(path.read_text(encoding="utf-8"))
-            except json.JSONDecodeError as exc:
-                raise InputError(path, "<json>", f"not valid JSON: {exc.msg}") from exc
+            raw = load_json(path, fix="a Harbor trial's result.json is JSON")
             if not isinstance(raw, dict) or "task_name" not in raw:
                 raise InputError(path, "task_name", "missing: not a Harbor trial result")
             trials.append(HarborTrial(path, job.name, raw))
@@ -206,12 +216,31 @@ def _seconds(trial: HarborTrial, phase: str | None) -> float:
     return max(0.0, (end - start).total_seconds())
 
 
+def _number(trial: HarborTrial, value: Any, field: str) -> float:
+    """A finite number of ``result.json``; anything else names the trial and field."""
+    if isinstance(value, bool) or not isinstance(value, int | float) \
+            or not math.isfinite(value):
+        raise InputError(trial.path, field, f"expected a finite number, got {value!r:.60}",
+                         "fix the trial's result.json, or move the trial out of the job")
+    return float(value)
+
+
+def _count(trial: HarborTrial, agent_result: Any, key: str) -> float:
+    """A token count or cost of ``agent_result``: a number of 0 or more (missing: 0)."""
+    value = agent_result.get(key) if isinstance(agent_result, dict) else None
+    number = 0.0 if value is None else _number(trial, value, f"agent_result.{key}")
+    if number < 0:
+        raise InputError(trial.path, f"agent_result.{key}", f"{number:g} is negative",
+                         "fix the trial's result.json")
+    return number
+
+
 def _record(trial: HarborTrial, arm: str, replicate: int, mapping: ArmMapping,
             run: str) -> AttemptRecord:
     reward = trial.get("verifier_result", "rewards", "reward")
     if reward is None:  # older Harbor results hold the reward directly
         reward = trial.get("verifier_result", "reward")
-    reward = None if reward is None else float(reward)
+    reward = None if reward is None else _number(trial, reward, "verifier_result.rewards.reward")
     exc_type = trial.get("exception_info", "exception_type")
     cause = cause_for(exc_type) or (Cause.VERIFIER_FAILED if reward is None else None)
     task = str(trial.raw["task_name"])
@@ -227,9 +256,9 @@ def _record(trial: HarborTrial, arm: str, replicate: int, mapping: ArmMapping,
         timings=Timings(environment_s=_seconds(trial, "environment_setup"),
                         agent_s=_seconds(trial, "agent_execution"),
                         verifier_s=_seconds(trial, "verifier"), total_s=_seconds(trial, None)),
-        usage=Usage(input_tokens=int(agent_result.get("n_input_tokens") or 0),
-                    output_tokens=int(agent_result.get("n_output_tokens") or 0),
-                    cost_usd=float(agent_result.get("cost_usd") or 0.0),
+        usage=Usage(input_tokens=int(_count(trial, agent_result, "n_input_tokens")),
+                    output_tokens=int(_count(trial, agent_result, "n_output_tokens")),
+                    cost_usd=_count(trial, agent_result, "cost_usd"),
                     model=trial.values["model"] or None),
         started_at=str(trial.raw.get("started_at") or ""),
         finished_at=str(trial.raw.get("finished_at") or ""),

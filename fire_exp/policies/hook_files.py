@@ -13,18 +13,19 @@ import copy
 import json
 import re
 import shutil
-import tomllib
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+import tomlkit
+from tomlkit.exceptions import TOMLKitError
+
 from fire_exp.errors import InputError
+from fire_exp.files import read_text
+from fire_exp.policies.hook_settings import CODEX_HOOKS_FEATURE  # the key, in one place
 
 MARK = "# added by fire-exp export-hooks"
 _OURS = re.compile(r"\bhook\s+\w+\s+--portfolio\s.*--state\s.*--cli\s")
-_FEATURES = re.compile(r"^\s*\[features\]\s*(#.*)?$")
-_TABLE = re.compile(r"^\s*\[")
-_HOOKS_LINE = re.compile(r"^\s*hooks\s*=")
 
 
 def is_ours(handler: Any) -> bool:
@@ -38,20 +39,23 @@ def without_ours(doc: dict[str, Any]) -> dict[str, Any]:
     hooks = out.get("hooks")
     if not isinstance(hooks, dict):
         return out
+    touched = False
     for event in list(hooks):
-        groups = []
+        groups, ours = [], False
         for group in hooks[event] if isinstance(hooks[event], list) else []:
             handlers = group.get("hooks") if isinstance(group, dict) else None
             if isinstance(handlers, list) and any(is_ours(h) for h in handlers):
+                ours = True
                 group = group | {"hooks": [h for h in handlers if not is_ours(h)]}
                 if not group["hooks"]:
                     continue
             groups.append(group)
-        if groups:
-            hooks[event] = groups
+        if groups or not ours:  # an event the user left empty stays as it was
+            hooks[event] = groups if ours else hooks[event]
         else:
             del hooks[event]
-    if not hooks:
+        touched = touched or ours
+    if not hooks and touched:
         del out["hooks"]
     return out
 
@@ -74,42 +78,126 @@ def read_json(path: Path) -> dict[str, Any]:
     if not path.is_file():
         return {}
     try:
-        doc = json.loads(path.read_text(encoding="utf-8") or "{}")
+        doc = json.loads(read_text(path) or "{}")
     except json.JSONDecodeError as exc:
         raise InputError(path, f"line {exc.lineno}", f"not valid JSON ({exc.msg})",
-                         "fix the file; fire-exp does not overwrite it") from None
+                         _LEFT_ALONE) from None
+    except (RecursionError, ValueError):  # nested too deeply; a 5,000-digit integer
+        raise InputError(path, "<json>", "nested too deeply, or an integer of thousands of "
+                         "digits", _LEFT_ALONE) from None
     if not isinstance(doc, dict) or not isinstance(doc.get("hooks", {}), dict):
         raise InputError(path, "hooks", "expected a JSON object with a `hooks` object",
-                         "fix the file; fire-exp does not overwrite it")
+                         _LEFT_ALONE)
+    check_hook_shapes(path, doc.get("hooks", {}))
     return doc
 
 
-def with_feature_flag(text: str) -> str:
-    """``config.toml`` text with ``[features].hooks = true`` (the current key; the docs keep
-    ``codex_hooks`` only as a deprecated alias). Lines added or changed carry :data:`MARK`."""
+_LEFT_ALONE = "fix the file; fire-exp does not overwrite it"
+_GROUP = '{"matcher": "...", "hooks": [{"type": "command", "command": "..."}]}'
+
+
+def check_hook_shapes(path: Path, hooks: dict[str, Any]) -> None:
+    """Refuse an event entry in a shape the CLIs do not read, rather than drop or misread
+    it: each event holds a list of matcher groups, each group a ``hooks`` list of handler
+    objects (Claude Code's and Codex's documented shape; ``matcher`` is optional).
+
+    Raises:
+        InputError: naming the event (and group) and the shape expected.
+    """
+    for event, groups in hooks.items():
+        if not isinstance(groups, list):
+            raise InputError(path, f"hooks.{event}", f"expected a list of matcher groups, got "
+                             f"{_json_kind(groups)}", f"write it as [{_GROUP}]; {_LEFT_ALONE}")
+        for i, group in enumerate(groups):
+            handlers = group.get("hooks") if isinstance(group, dict) else None
+            if not isinstance(handlers, list) \
+                    or not all(isinstance(h, dict) for h in handlers) \
+                    or not isinstance(group.get("matcher", ""), str):
+                raise InputError(path, f"hooks.{event}[{i}]", "expected a matcher group "
+                                 f"{_GROUP}", _LEFT_ALONE)
+
+
+def _json_kind(value: Any) -> str:
+    return {dict: "an object", str: "a string", bool: "a boolean", int: "a number",
+            float: "a number", type(None): "null"}.get(type(value), type(value).__name__)
+
+
+# The line an export appends to config.toml: what it set, and what was there before
+# (``none``: no features table; ``absent``: the table without the key; else the old value
+# as TOML), so ``--remove`` restores exactly that, whatever form the table has.
+_RECORD = re.compile(r"^# added by fire-exp export-hooks: features\.(\w+) = true; before: "
+                     r"(.*)$", re.M)
+
+
+def _toml(text: str, where: str = ".codex/config.toml") -> tomlkit.TOMLDocument:
     try:
-        features = tomllib.loads(text).get("features", {})
-    except tomllib.TOMLDecodeError as exc:
-        raise InputError(".codex/config.toml", "<toml>", f"not valid TOML ({exc})",
+        return tomlkit.parse(text)
+    except (TOMLKitError, RecursionError, ValueError) as exc:
+        raise InputError(where, "<toml>", f"not valid TOML ({exc})",
                          "fix the file; fire-exp does not overwrite it") from None
-    if features.get("hooks") is True:
+
+
+def _features(doc: tomlkit.TOMLDocument, where: str) -> Any:
+    features = doc.get("features")
+    if features is not None and not isinstance(features, dict):
+        raise InputError(where, "features", f"expected a table, got {features!r:.40}",
+                         "fix the file; fire-exp does not overwrite it")
+    return features
+
+
+def with_feature_flag(text: str, where: str = ".codex/config.toml") -> str:
+    """``config.toml`` text with ``[features].hooks = true``, edited as TOML (tomlkit keeps
+    the user's formatting), so one ``features`` table remains whether the file writes it
+    as a table, an inline table or dotted keys. The appended record line (:data:`MARK`)
+    says what was there before, for :func:`without_feature_flag`.
+
+    Raises:
+        InputError: the text is not TOML, or ``features`` is not a table.
+    """
+    doc = _toml(text, where)
+    features = _features(doc, where)
+    key = CODEX_HOOKS_FEATURE
+    if features is not None and features.get(key) is True:
         return text
-    lines = text.splitlines()
-    start = next((i for i, line in enumerate(lines) if _FEATURES.match(line)), None)
-    if start is None:
-        tail = "" if not text or text.endswith("\n") else "\n"
-        return f"{text}{tail}\n[features]  {MARK}\nhooks = true  {MARK}\n"
-    end = next((i for i in range(start + 1, len(lines)) if _TABLE.match(lines[i])), len(lines))
-    for i in range(start + 1, end):
-        if _HOOKS_LINE.match(lines[i]):
-            lines[i] = f"hooks = true  {MARK} (was: {lines[i].strip()})"
-            return "\n".join(lines) + "\n"
-    lines.insert(start + 1, f"hooks = true  {MARK}")
-    return "\n".join(lines) + "\n"
+    if features is None:
+        before = "none"
+        doc["features"] = tomlkit.table()
+        features = doc["features"]
+    else:
+        before = "absent" if key not in features else tomlkit.item(features[key]).as_string()
+    features[key] = True
+    out = tomlkit.dumps(doc)
+    tail = "" if not out or out.endswith("\n") else "\n"
+    return f"{out}{tail}{MARK}: features.{key} = true; before: {before}\n"
 
 
-def without_feature_flag(text: str) -> str:
-    """``config.toml`` text with the lines :func:`with_feature_flag` added taken out again."""
+def without_feature_flag(text: str, where: str = ".codex/config.toml") -> str:
+    """``config.toml`` text with what :func:`with_feature_flag` changed undone."""
+    records = list(_RECORD.finditer(text))
+    if not records:
+        return _without_marked_lines(text)  # written by an older fire-exp
+    for record in records:
+        text = text.replace(record.group(0) + "\n", "", 1).replace(record.group(0), "", 1)
+    doc = _toml(text, where)
+    features = _features(doc, where)
+    for record in reversed(records):
+        key, before = record.group(1), record.group(2).strip()
+        if features is None:
+            continue
+        if before == "none" and set(features) <= {key}:
+            del doc["features"]
+            features = None
+            out = tomlkit.dumps(doc).rstrip("\n")  # the blank line before the table too
+            doc = _toml(out + "\n" if out else "", where)
+        elif before in ("none", "absent"):
+            features.pop(key, None)
+        else:
+            features[key] = tomlkit.parse(f"v = {before}")["v"]
+    return tomlkit.dumps(doc)
+
+
+def _without_marked_lines(text: str) -> str:
+    """Undo an older export, which marked each line it added or changed."""
     out = []
     for line in text.splitlines():
         if MARK not in line:

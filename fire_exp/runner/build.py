@@ -109,7 +109,12 @@ def _check_scripts(tasks: Mapping[str, Task]) -> None:
         if task.simulation_script is None:
             raise InputError(task.path, "simulated.yaml", "missing",
                              "the simulated agent needs a script beside each task")
-        load_script(task.simulation_script)
+        try:
+            load_script(task.simulation_script)
+        except (UnicodeDecodeError, RecursionError, ValueError) as exc:  # not an InputError
+            raise InputError(task.simulation_script, "<yaml>", "not UTF-8 text, nested too "
+                             "deeply, or a number of thousands of digits",
+                             "save it as plain UTF-8 YAML") from exc
 
 
 def _agent_config_file(path: Path) -> ComponentConfig:

@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from fire_exp import __version__
+from fire_exp.analysis.dry_run import dry_analysis
 from fire_exp.analysis.plan import check_plan_for_panel, load_plan
 from fire_exp.analysis.plan_sequential import check_sequential_for_panel
 from fire_exp.arms.spec import resolve_agent_config
@@ -78,12 +79,17 @@ def config_files(config: RunConfig) -> dict[str, Path]:
 
 
 def check_plan(panel: Panel) -> None:
-    """Refuse to freeze or run a panel whose analysis plan is invalid for it."""
+    """Refuse to freeze or run a panel whose analysis plan is invalid for it: checked
+    against the panel's arms and cohorts, then run dry on attempts of the panel's shape
+    (:func:`fire_exp.analysis.dry_run.dry_analysis`), so the analysis cannot fail later."""
     plan = load_plan(panel.analysis_plan)
-    check_plan_for_panel(plan, panel.analysis_plan, panel.config.panel.arms,
+    # panel.arms: the configured arms and the leave-one-family-out arms ablation=true adds
+    check_plan_for_panel(plan, panel.analysis_plan, list(panel.arms),
                          [*ARMS, *panel.config.panel.declare])
     check_sequential_for_panel(plan.sequential, plan.primary.contrast, panel.analysis_plan,
                                panel.arms)
+    dry_analysis(plan, panel.analysis_plan, panel.cohorts, list(panel.arms),
+                 panel.config.panel.attempts)
 
 
 def panel_hashes(panel: Panel) -> dict[str, dict[str, str]]:
@@ -278,4 +284,30 @@ def verify_manifest(panel: Panel, path: Path) -> dict[str, Any]:
                 f"{path}: {where} changed since freezing ({key}): frozen sha256 "
                 f"{old['sha256'][:16]}…, now {new['sha256'][:16]}…. Restore it, or re-freeze "
                 "the panel (a new preregistration) before running")
+    check_schedule_list(panel, manifest, path)
     return manifest
+
+
+def check_schedule_list(panel: Panel, manifest: dict[str, Any], path: Path) -> None:
+    """Refuse a manifest whose written-out schedule is not the schedule it hashes.
+
+    The hashes say the panel is unchanged; the analysis checks every record against the
+    ``schedule`` list, so a list edited by hand would refuse the run's records only after
+    its last attempt. Checked here, before the first.
+
+    Raises:
+        PreregistrationError: naming the manifest and the first entry that differs.
+    """
+    frozen = manifest.get("schedule")
+    current = [asdict(s) for s in panel.schedule]
+    if frozen == current:
+        return
+    if not isinstance(frozen, list):
+        where = "schedule"
+    else:
+        index = next((i for i, (a, b) in enumerate(zip(frozen, current, strict=False))
+                      if a != b), min(len(frozen), len(current)))
+        where = f"schedule[{index}]"
+    raise PreregistrationError(
+        f"{path}: {where} differs from the schedule the manifest hashes (edited by hand?); "
+        "restore the manifest, or re-freeze the panel before running")

@@ -6,12 +6,14 @@ TOML or a wrong type fails with the task's path and the field named.
 
 from __future__ import annotations
 
+import math
 import re
 import tomllib
 from pathlib import Path
 from typing import Any
 
 from fire_exp.errors import InputError
+from fire_exp.files import read_text
 from fire_exp.tasks import tb1
 from fire_exp.tasks.model import (
     AgentConfig,
@@ -24,6 +26,7 @@ from fire_exp.tasks.model import (
 _CANARY = re.compile(r"^\s*(<!--.*canary.*-->|#\s*BENCHMARK DATA.*|#.*canary.*)\s*$", re.I)
 _CANARY_WORDS = re.compile(r"canary|BENCHMARK DATA", re.I)
 _NETWORK_MODES = {"public", "no-network", "allowlist"}
+_PLAIN_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._+-]{0,127}")
 _TASK_MARKERS = ("instruction.md", "tests/test.sh", "environment/Dockerfile")
 _BUILD_FILES = ("Dockerfile", "docker-compose.yaml", "docker-compose.yml")
 
@@ -81,9 +84,12 @@ def _table(data: dict[str, Any], key: str, path: Path) -> dict[str, Any]:
 
 def _parse_toml(path: Path) -> dict[str, Any]:
     try:
-        return tomllib.loads(path.read_text(encoding="utf-8"))
+        return tomllib.loads(read_text(path))
     except tomllib.TOMLDecodeError as exc:
         raise InputError(path, "<toml>", f"malformed TOML: {exc}", "fix the syntax") from exc
+    except (RecursionError, ValueError) as exc:  # nested too deeply; a 5,000-digit integer
+        raise InputError(path, "<toml>", "nested too deeply, or an integer of thousands of "
+                         "digits", "fix the value") from exc
 
 
 def _env_table(table: dict[str, Any], where: str, path: Path) -> dict[str, str]:
@@ -109,7 +115,16 @@ def _size_mb(table: dict[str, Any], key_mb: str, key_text: str, path: Path,
     if match is None:
         raise InputError(path, f"environment.{key_text}", f"not a size: {text!r}",
                          f'write e.g. "2G", or {key_mb} = 2048')
-    return max(1, int(float(match.group(1)) * _MB[match.group(2).lower()]))
+    size = float(match.group(1)) * _MB[match.group(2).lower()]
+    if not size <= _RESOURCE_CEILINGS[key_mb]:
+        raise InputError(path, f"environment.{key_text}", f"{text!r} is too large",
+                         "give a size a machine can grant")
+    return max(1, int(size))
+
+
+# What a task may ask for: a task asking for more is a typo (or ``inf``), not a task.
+_RESOURCE_CEILINGS = {"timeout_sec": 7 * 86_400.0, "build_timeout_sec": 7 * 86_400.0,
+                      "cpus": 1024.0, "memory_mb": 2.0**30, "storage_mb": 2.0**40}
 
 
 def _positive(table: dict[str, Any], key: str, path: Path, default: float,
@@ -117,6 +132,10 @@ def _positive(table: dict[str, Any], key: str, path: Path, default: float,
     value = float(_get(table, key, (int, float), where, path, default))
     if not value > 0:
         raise InputError(path, f"{where}.{key}", f"must be positive, got {value:g}")
+    high = _RESOURCE_CEILINGS.get(key, math.inf)
+    if not value <= high:  # also refuses inf
+        raise InputError(path, f"{where}.{key}", f"{value:g} is above {high:g}",
+                         "give a finite value a machine can grant")
     return value
 
 
@@ -144,6 +163,9 @@ def parse_task_toml(path: Path) -> dict[str, Any]:
     agent_t, ver_t, env_t = (_table(data, k, path) for k in ("agent", "verifier", "environment"))
     task_t = _table(data, "task", path)
     gpus = _get(env_t, "gpus", int, "environment", path, 0)
+    if not 0 <= gpus <= 64:
+        raise InputError(path, "environment.gpus", f"{gpus} is outside 0..64",
+                         "give the number of GPUs the task needs")
     return {
         "schema_version": str(version),
         "toml_name": _get(task_t, "name", str, "task", path, None),
@@ -184,7 +206,7 @@ def load_task(path: Path | str) -> Task:
     instruction_path = path / "instruction.md"
     if not instruction_path.is_file():
         raise InputError(path, "instruction.md", "missing", "write the agent's instruction there")
-    instruction = strip_canary(instruction_path.read_text(encoding="utf-8"))
+    instruction = strip_canary(read_text(instruction_path))
     if not instruction.strip():
         raise InputError(instruction_path, "<text>", "empty instruction")
     env: EnvironmentConfig = fields["environment"]
@@ -200,6 +222,9 @@ def load_task(path: Path | str) -> Task:
                          "the verifier entry point must write /logs/verifier/reward.txt")
     toml_name = fields.pop("toml_name")
     name = path.name if toml_name is None else toml_name.rsplit("/", 1)[-1]
+    if not _PLAIN_NAME.fullmatch(name) or ".." in name:
+        raise InputError(toml_path, "task.name", f"{name!r} is not a plain name",
+                         "use letters, digits, '.', '_', '+' and '-' (it names folders)")
     return Task(name=name, path=path, instruction=instruction, digest=task_digest(path),
                 **fields)
 

@@ -27,6 +27,7 @@ from typing import Any
 import yaml
 
 from fire_exp.errors import InputError
+from fire_exp.files import read_text
 from fire_exp.tasks.model import task_digest
 
 TB1_FILE = "task.yaml"
@@ -57,9 +58,12 @@ def read_task_yaml(path: Path) -> dict[str, Any]:
     """Parse and check ``task.yaml``; raises InputError naming the field."""
     file = path / TB1_FILE
     try:
-        data = yaml.safe_load(file.read_text(encoding="utf-8"))
+        data = yaml.safe_load(read_text(file))
     except yaml.YAMLError as exc:
         raise InputError(file, "<yaml>", f"malformed YAML: {exc}", "fix the syntax") from exc
+    except (RecursionError, ValueError) as exc:  # nested too deeply; a 5,000-digit integer
+        raise InputError(file, "<yaml>", "nested too deeply, or an integer of thousands of "
+                         "digits", "fix the value") from exc
     if not isinstance(data, dict):
         raise InputError(file, "<yaml>", "expected a mapping at the top level")
     instruction = data.get("instruction")
@@ -73,8 +77,10 @@ def read_task_yaml(path: Path) -> dict[str, Any]:
         raise InputError(file, "instruction", "missing or empty", "write the task's text there")
     for key, default in (("max_agent_timeout_sec", 360.0), ("max_test_timeout_sec", 60.0)):
         value = data.get(key, default)
-        if isinstance(value, bool) or not isinstance(value, int | float) or value <= 0:
-            raise InputError(file, key, f"expected a positive number, got {value!r}")
+        if isinstance(value, bool) or not isinstance(value, int | float) \
+                or not 0 < value <= 7 * 86_400:  # also refuses .inf and .nan
+            raise InputError(file, key, f"expected a positive number of seconds up to a "
+                             f"week, got {value!r}")
     data["instruction"] = instruction
     return data
 

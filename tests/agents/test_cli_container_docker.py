@@ -37,6 +37,7 @@ from fire_exp.runner.attempt import AttemptSpec, run_attempt
 from fire_exp.tasks.loader import load_task
 from tests.agents.scripted_server import ScriptedServer, solution_responder
 from tests.environments.helpers import make_task
+from tests.signals import popen_interruptible
 
 ROOT = Path(__file__).resolve().parents[2]
 FAKE_CLI = ROOT / "tests" / "fixtures" / "cli_container" / "fake_cli.py"
@@ -260,7 +261,7 @@ def _run_panel(tmp_path: Path, name: str, *extra: str) -> subprocess.Popen[str]:
     make_task(suite, "long-cli-attempt", agent_timeout=300.0)
     env = os.environ | {"PYTHONPATH": str(ROOT), KEY_ENV: KEY,
                         "FAKE_CLI_SCRIPT": json.dumps({"commands": ["sleep 120"]})}
-    return subprocess.Popen(
+    return popen_interruptible(
         [sys.executable, "-m", "fire_exp", "run", "panel=demo", "agent=claude-code",
          "agent.install.script=null", f"agent.install.host_binary={FAKE_CLI}",
          f"agent.env_passthrough={PASS}",

@@ -29,7 +29,7 @@ def test_fire_primary_contrast_reproduced(tmp_path, capsys):
     real - baseline. The published p-values are Monte Carlo estimates (100,000 sign
     vectors) of 0.0625 and 0.03125, within 2.1 Monte Carlo standard errors.
     """
-    assert main([str(FIXTURE), "--out", str(tmp_path)]) == 0
+    assert main([str(FIXTURE), "--plan", "default", "--out", str(tmp_path)]) == 0
     out = capsys.readouterr().out
     assert "real - sham" in out and "Pass rate" in out
     rows = {(r["contrast"], r["cohort"]): r for r in _rows(tmp_path / "contrasts.csv")}
@@ -81,13 +81,15 @@ def test_run_folder_writes_into_its_report_data_folder(tmp_path, capsys):
     run = tmp_path / "run"
     run.mkdir()
     (run / "attempts.jsonl").write_bytes((DATA / "fire_eligible_funnel.jsonl").read_bytes())
-    assert fire_exp(["analyze", str(run)]) == 0
+    assert fire_exp(["analyze", str(run)]) == 2  # no manifest: only with a plan given
+    assert "pass --plan" in capsys.readouterr().err
+    assert fire_exp(["analyze", str(run), "--plan", "default"]) == 0
     assert (run / "report" / "data" / "contrasts.csv").is_file()
     meta = json.loads((run / "report" / "data" / "metadata.json").read_text())
-    assert meta["plan"] == "default" and meta["plan_source"] == "default"
+    assert meta["plan"] == "default" and meta["plan_source"] == "given"
     out = capsys.readouterr().out
     assert "| real - sham | eligible | primary |" in out
-    assert "analysis plan default (" in out and "the run has no prereg.json" in out
+    assert "analysis plan default (" in out and "NO PREREGISTRATION" in out
 
 
 def test_run_folder_uses_the_plan_frozen_with_it(tmp_path, capsys):
@@ -106,11 +108,12 @@ def test_run_folder_uses_the_plan_frozen_with_it(tmp_path, capsys):
 def test_the_command_as_a_process_writes_what_main_writes(tmp_path):
     """``python -m fire_exp`` (the console entry, which freezes the heap before exiting):
     main's exit status, its whole output through a pipe, the same tables as in-process."""
-    done = subprocess.run([sys.executable, "-m", "fire_exp", "analyze", str(FIXTURE), "--out",
-                           str(tmp_path / "proc")], capture_output=True, text=True, cwd=REPO)
+    done = subprocess.run([sys.executable, "-m", "fire_exp", "analyze", str(FIXTURE), "--plan",
+                           "default", "--out", str(tmp_path / "proc")], capture_output=True,
+                          text=True, cwd=REPO)
     assert done.returncode == 0, done.stderr
     assert done.stdout.rstrip().endswith(f"tables written to {tmp_path / 'proc'}")
-    assert main([str(FIXTURE), "--out", str(tmp_path / "here")]) == 0
+    assert main([str(FIXTURE), "--plan", "default", "--out", str(tmp_path / "here")]) == 0
     for name in ("contrasts.csv", "pass_rates.md", "tasks.csv"):
         assert (tmp_path / "proc" / name).read_bytes() == (tmp_path / "here" / name).read_bytes()
     wrong = subprocess.run([sys.executable, "-m", "fire_exp", "analyse"], capture_output=True,
@@ -159,7 +162,7 @@ def test_fire_table3_and_interaction(tmp_path):
     reproduces every published cell of Table 3 and the eligible - silent interaction
     (+18.8 [-4.9, 42.9], p = .20). Exact p-values sit within 2.5 Monte Carlo SE (B =
     100,000) of the published ones."""
-    assert main([str(PANEL), "--out", str(tmp_path)]) == 0
+    assert main([str(PANEL), "--plan", "default", "--out", str(tmp_path)]) == 0
     rows = {(r["contrast"], r["cohort"]): r for r in _rows(tmp_path / "contrasts.csv")}
     for key, (est, lo, hi, p_pub) in TABLE3.items():
         r = rows[key]
@@ -180,7 +183,8 @@ def test_fire_table4_funnel_from_jsonl(tmp_path):
     """FIRE Table 4 (eligible, 28 attempts per arm: state / fired / behavior of 24 coded /
     pass) from a JSONL fixture whose records carry the funnel; each arm has one provider
     failure replaced by a fair attempt and one invalid record is excluded."""
-    assert main([str(DATA / "fire_eligible_funnel.jsonl"), "--out", str(tmp_path)]) == 0
+    assert main([str(DATA / "fire_eligible_funnel.jsonl"), "--plan", "default", "--out",
+                 str(tmp_path)]) == 0
     funnel = {r["arm"]: r for r in _rows(tmp_path / "funnel.csv") if r["cohort"] == "eligible"}
     table4 = {"baseline": (25, 0, 11, 11), "real": (26, 25, 22, 17), "sham": (26, 26, 13, 10),
               "always_verify": (25, 28, 14, 11), "reconsider": (24, 28, 12, 12)}

@@ -28,7 +28,9 @@ def _csv(tmp_path: Path, body: str, header: str = HEADER, name: str = "a.csv") -
 
 
 def _analyze(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
-    code = cli(["analyze", *args])
+    """``fire-exp analyze`` of a file without a manifest: with a plan given, as it needs."""
+    plan = [] if "--plan" in args else ["--plan", "default"]
+    code = cli(["analyze", *args, *plan])
     out, err = capsys.readouterr()
     return code, out, err
 

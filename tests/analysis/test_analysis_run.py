@@ -41,11 +41,14 @@ def test_a_vanished_frozen_plan_is_refused_and_named(run):
     assert err.value.field == "hashes.analysis_plan" and "--plan" in err.value.fix
 
 
-def test_without_a_manifest_the_default_plan_and_it_says_so(run):
+def test_without_a_manifest_only_a_given_plan_and_it_says_so(run):
     (run / "prereg.json").unlink()
-    result = analyze(run)
-    assert result.metadata["plan"] == "default" and result.metadata["plan_source"] == "default"
-    assert "the run has no prereg.json" in str(result.metadata["plan_used"])
+    with pytest.raises(InputError, match="no preregistration manifest") as err:
+        analyze(run)
+    assert "--plan" in err.value.fix
+    result = analyze(run, "default")
+    assert result.metadata["plan"] == "default" and result.metadata["plan_source"] == "given"
+    assert "NO PREREGISTRATION" in str(result.metadata["plan_used"])
     assert result.prereg.empty and result.status.scheduled is None
 
 

@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 
 from fire_exp.environments.images import LABEL
+from tests.signals import popen_interruptible
 
 from .helpers import make_task
 
@@ -34,7 +35,7 @@ def _start_long_run(tmp_path: Path, panel_name: str) -> subprocess.Popen[str]:
     """A docker panel whose only attempt runs for two minutes."""
     suite = tmp_path / "suite"
     make_task(suite, "long-attempt", agent_timeout=300.0, solve="sleep 120\n")
-    return subprocess.Popen(
+    return popen_interruptible(
         [sys.executable, "-m", "fire_exp", "run", "panel=demo", "agent=oracle",
          "environment=docker", f"panel.suite={suite}", f"panel.name={panel_name}",
          "panel.eligible=[long-attempt]", "panel.silent=[]", "panel.arms=[baseline]",

@@ -114,6 +114,12 @@ def test_a_settings_file_that_is_not_json_is_refused_and_left_alone(tmp_path: Pa
     ("[features]\ncodex_hooks = true\n", {"codex_hooks": True, "hooks": True}),
     ("[features]\nhooks = true\n", {"hooks": True}),
     ('x = 1\n[features]\nfoo = "a"\n[tui]\nbar = 2\n', {"foo": "a", "hooks": True}),
+    # every form a TOML file can give the table: one features table stays
+    ('features = { web_search = true }\nmodel = "o3"\n', {"web_search": True, "hooks": True}),
+    ('features = { hooks = false }\n', {"hooks": True}),
+    ('features.x = true\nmodel = "o3"\n', {"x": True, "hooks": True}),
+    ('model = "o3"\nfeatures.x = true\nfeatures.hooks = false\n', {"x": True, "hooks": True}),
+    ('[features]\nhooks = "yes"  # mine\nz = 1\n', {"hooks": True, "z": 1}),
 ])
 def test_the_codex_feature_flag_round_trips(before: str, features: dict[str, Any]) -> None:
     after = with_feature_flag(before)
@@ -121,3 +127,67 @@ def test_the_codex_feature_flag_round_trips(before: str, features: dict[str, Any
     assert without_feature_flag(after) == before
     assert with_feature_flag(after) == after
     assert (MARK in after) == (before != "[features]\nhooks = true\n")
+    assert after.count("[features]") <= 1
+
+
+def test_the_older_marked_lines_are_still_removed() -> None:
+    older = f"x = 1\n\n[features]  {MARK}\nhooks = true  {MARK}\n"
+    assert without_feature_flag(older) == "x = 1\n"
+
+
+@pytest.mark.parametrize("text", ["features = 5\n", "[features]\nx = 1\n[features]\ny = 2\n",
+                                  "a = [" * 10_000])
+def test_a_config_toml_fire_exp_cannot_edit_is_refused_and_left_alone(
+        tmp_path: Path, text: str) -> None:
+    config = tmp_path / ".codex" / "config.toml"
+    config.parent.mkdir(parents=True)
+    config.write_text(text)
+    proc = export("codex", tmp_path)
+    assert proc.returncode == 2 and "config.toml" in proc.stderr
+    assert "Traceback" not in proc.stderr and config.read_text() == text
+    assert not (tmp_path / ".codex" / "hooks.json").exists()  # nothing written at all
+
+
+@pytest.mark.parametrize(("entry", "where"), [
+    ({"matcher": "Bash", "hooks": [USER_HOOK]}, "hooks.PreToolUse"),
+    ("echo hi", "hooks.PreToolUse"),
+    (None, "hooks.PreToolUse"),
+    ([{"matcher": "Bash", "hooks": USER_HOOK}], "hooks.PreToolUse[0]"),
+    ([["echo hi"]], "hooks.PreToolUse[0]"),
+    ([{"matcher": "Bash", "hooks": ["echo hi"]}], "hooks.PreToolUse[0]"),
+])
+def test_an_event_entry_the_clis_do_not_read_is_refused_not_dropped(
+        tmp_path: Path, entry: Any, where: str) -> None:
+    path = tmp_path / TARGETS["claude-code"]
+    path.parent.mkdir(parents=True)
+    text = json.dumps({"hooks": {"PreToolUse": entry}})
+    path.write_text(text)
+    for args in ((), ("--remove",)):
+        proc = export("claude-code", tmp_path, *args)
+        assert proc.returncode == 2 and f"{where}: expected" in proc.stderr, proc.stderr
+        assert path.read_text() == text and not backups(path.parent)
+
+
+def test_every_documented_entry_shape_is_merged(tmp_path: Path) -> None:
+    """Groups without a matcher, with an empty one, with several handlers of other types."""
+    path = tmp_path / TARGETS["claude-code"]
+    path.parent.mkdir(parents=True)
+    user = {"hooks": {
+        "PreToolUse": [{"hooks": [USER_HOOK]}, {"matcher": "", "hooks": []},
+                       {"matcher": "*", "hooks": [USER_HOOK, {"type": "prompt",
+                                                               "prompt": "check"}]}],
+        "SessionStart": []}}
+    path.write_text(json.dumps(user))
+    assert export("claude-code", tmp_path).returncode == 0
+    doc = json.loads(path.read_text())
+    assert doc["hooks"]["PreToolUse"][:3] == user["hooks"]["PreToolUse"]
+    assert export("claude-code", tmp_path, "--remove").returncode == 0
+    assert json.loads(path.read_text()) == user
+
+
+@pytest.mark.parametrize("timeout", ["0", "-5", "1000000"])
+def test_a_hook_timeout_outside_a_second_to_a_day_is_refused(tmp_path: Path,
+                                                             timeout: str) -> None:
+    proc = export("claude-code", tmp_path, "--timeout", timeout)
+    assert proc.returncode == 2 and "--timeout" in proc.stderr
+    assert not (tmp_path / ".claude").exists()

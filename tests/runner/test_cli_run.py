@@ -73,3 +73,21 @@ def test_a_bad_environment_parameter_refuses_before_the_first_attempt(tmp_path: 
     assert proc.returncode == 2
     assert "configs/environment/local.yaml: keep_workdri: unknown parameter" in proc.stderr
     assert not (tmp_path / "rt").exists()
+
+
+def test_resume_refuses_records_the_manifest_never_scheduled(tmp_path: Path) -> None:
+    import json
+
+    assert cli("run=r", results=tmp_path).returncode == 0
+    attempts = tmp_path / "rt" / "r" / "attempts.jsonl"
+    lines = attempts.read_text().splitlines()
+    index = next(i for i, line in enumerate(lines) if '"kind":"finished"' in line)
+    record = json.loads(lines[index])
+    lines[index] = json.dumps(record | {"task": "ghost-task"}, separators=(",", ":"))
+    attempts.write_text("\n".join(lines) + "\n")
+    before = attempts.read_bytes()
+    resumed = cli("resume=r", results=tmp_path)
+    assert resumed.returncode == 2, resumed.stderr
+    assert f"line {index + 1}, field 'task': task 'ghost-task' is not scheduled" in \
+        resumed.stderr
+    assert attempts.read_bytes() == before  # nothing ran, nothing appended

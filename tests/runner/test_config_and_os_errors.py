@@ -42,6 +42,29 @@ def one_line_error(proc: subprocess.CompletedProcess[str]) -> str:
      "configs/environment: pids_limit: 0 is below 1"),
     ("agent.think_s=soon", "think_s: expected a number"),
     ("panel.attempts=0", "attempts: 0 < 1"),
+    # finite, and under a ceiling unless ceilings=false lifts it
+    ("agent.think_s=inf", "configs/agent: think_s: inf is not a finite number"),
+    ("agent.think_s=nan", "configs/agent: think_s: nan is not a finite number"),
+    ("agent.think_s=100000", "think_s: 100,000 is above the ceiling 86,400"),
+    ("panel.attempts=1000000", "attempts: 1,000,000 is above the ceiling 100"),
+    ("executor.workers=100000", "workers: 100,000 is above the ceiling 256"),
+    ("panel.replacement.max_replacements=1000",
+     "max_replacements: 1,000 is above the ceiling 10"),
+    ("agent=claude-code agent.install.timeout_s=-5",
+     "configs/agent.install: timeout_s: -5 is below 0"),
+    ("agent=claude-code agent.install.timeout_s=1e9",
+     "configs/agent.install: timeout_s: 1,000,000,000.0 is above the ceiling 86,400"),
+    ("analyze=maybe", "configs/config.yaml: analyze: expected true or false, got 'maybe'"),
+    ("ceilings=no", "ceilings: expected true or false, got 'no'"),
+    # listed twice
+    ("panel.eligible=[serve-status-page,serve-status-page]",
+     "eligible: task 'serve-status-page' is listed twice"),
+    ("panel.arms=[real,sham,real]", "arms: arm 'real' is listed twice"),
+    # names that would leave their folder
+    ("run=../../elsewhere", "configs/config.yaml: run: '../../elsewhere' is not a plain name"),
+    ("resume=/tmp/x", "resume: '/tmp/x' is not a plain name"),
+    ("panel.name=../x", "configs/panel: name: '../x' is not a plain name"),
+    ("panel.eligible=[../../etc]", "eligible: '../../etc' is not a plain name"),
 ])
 def test_bad_config_values_are_refused_before_anything_is_written(
         tmp_path: Path, override: str, says: str) -> None:
@@ -145,3 +168,34 @@ def test_a_full_disk_stops_the_run_with_one_line_and_keeps_what_finished(
     complete = lines[:-1] if lines and not lines[-1].endswith("}") else lines
     finished = [json.loads(x) for x in complete if '"kind":"finished"' in x]
     assert finished, "nothing was recorded before the disk filled"
+
+
+def test_ceilings_false_lifts_the_ceilings_but_not_finiteness() -> None:
+    from fire_exp.config import run_config_from_dict
+    from fire_exp.errors import InputError
+
+    def config(**extra: object) -> dict[str, object]:
+        return {"panel": {"name": "p", "suite": "s", "eligible": ["t"], "arms": ["real"],
+                          "attempts": 1000, "portfolio": "fire-core"},
+                "agent": {"name": "simulated", "think_s": 1e6}, "environment": {"name": "local"},
+                "executor": {"name": "local"}, "run": "r", **extra}
+
+    with pytest.raises(InputError, match="above the ceiling"):
+        run_config_from_dict(config())
+    lifted = run_config_from_dict(config(ceilings=False))
+    assert lifted.panel.attempts == 1000 and lifted.agent.params["think_s"] == 1e6
+    infinite = config(ceilings=False)
+    infinite["agent"] = {"name": "simulated", "think_s": float("inf")}
+    with pytest.raises(InputError, match="not a finite number"):
+        run_config_from_dict(infinite)
+
+
+@pytest.mark.parametrize(("override", "meant"), [
+    ("panel.atempts=3", "panel.attempts"), ("agent.thnk_s=1", "agent.think_s"),
+    ("sead=3", "seed"), ("panel.eligble=[serve-status-page]", "panel.eligible")])
+def test_a_misspelt_override_key_gets_a_did_you_mean(tmp_path: Path, override: str,
+                                                     meant: str) -> None:
+    results = tmp_path / "results"
+    proc = fire_exp("run", "panel=demo", override, f"results_dir={results}")
+    assert f"did you mean {meant}=...?" in one_line_error(proc)
+    assert not results.exists()

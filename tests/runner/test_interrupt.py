@@ -16,6 +16,7 @@ from pathlib import Path
 
 from fire_exp.records import read_records
 from tests.runner.runner_helpers import ROOT, SMALL, cli_env, leftovers
+from tests.signals import popen_interruptible
 
 
 def _wait_for(condition, timeout: float = 60.0) -> None:  # type: ignore[no-untyped-def]
@@ -28,7 +29,7 @@ def _wait_for(condition, timeout: float = 60.0) -> None:  # type: ignore[no-unty
 def test_sigint_leaves_no_process_and_resumes(tmp_path: Path) -> None:
     attempts = tmp_path / "rt" / "int" / "attempts.jsonl"
     # Slow thinking keeps attempts in flight (with their processes) when the signal comes.
-    proc = subprocess.Popen(
+    proc = popen_interruptible(
         [sys.executable, "-m", "fire_exp", "run", *SMALL, f"results_dir={tmp_path}",
          "run=int", "agent.think_s=0.4"], cwd=ROOT, env=cli_env(), text=True,
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)

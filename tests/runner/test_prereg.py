@@ -145,9 +145,34 @@ def test_an_edited_config_file_is_refused_by_name(repo_copy: Path, tmp_path: Pat
     ("primary: {contrast: real - sham, cohort: eligble}", "did you mean 'eligible'?"),
     ("primary: {contrast: real - sham}\ncohorts: [eligible, silnt, all]",
      "cohort 'silnt' is not a panel cohort"),
+    # plans that validate field by field yet mean nothing, or fail only at analysis
+    ("primary: {contrast: real - real}", "primary.contrast: 'real - real' contrasts arm "
+                                         "'real' with itself"),
+    ("primary: {contrast: real - sham}\nsecondary: [baseline - baseline]",
+     "secondary.0: 'baseline - baseline' contrasts arm 'baseline' with itself"),
+    ("primary: {contrast: real - sham}\nsecondary: [sham - real]",
+     "secondary.0: 'sham - real' is 'real - sham' reversed"),
+    ("primary: {contrast: real - sham}\ncohorts: [eligible, silent, eligible, all]",
+     "cohorts: 'eligible' is listed twice"),
+    ("primary: {contrast: real - sham}\ninteraction: {contrast: real - sham, cohorts: "
+     "[eligible, eligible]}", "interaction.cohorts: 'eligible' and 'eligible' share tasks"),
+    ("primary: {contrast: real - sham}\ninteraction: {contrast: real - sham, cohorts: "
+     "[eligible, all]}", "interaction.cohorts: 'eligible' and 'all' share tasks"),
+    ("primary: {contrast: real - sham}\nreward_scale: [0, .inf]", "reward_scale: [0.0, inf] "
+                                                                 "is not finite"),
+    ("primary: {contrast: real - sham}\nbootstrap: {n_resamples: 100000000}",
+     "bootstrap.n_resamples: 100,000,000 is above the ceiling 1,000,000"),
+    ("primary: {contrast: real - sham}\npermutation: {n_resamples: 1000000000}",
+     "permutation.n_resamples: 1,000,000,000 is above the ceiling"),
+    # the panel makes silent tasks; a plan without that cohort would refuse their attempts
+    ("primary: {contrast: real - sham}\narms: [always_verify, reconsider, baseline]\n"
+     "cohorts: [eligible, all]", "the analysis would refuse this panel's attempts: cohort "
+                                 "'silent' is not among the plan's cohorts"),
 ])
 def test_an_invalid_plan_is_never_frozen(tmp_path: Path, plan: str, message: str) -> None:
     path = tmp_path / "plan.yaml"
+    if "arms:" not in plan:  # the panel's arms the contrast leaves out
+        plan += "\narms: [sham, always_verify, reconsider, baseline]"
     path.write_text(f"name: bad\nseed: 1\n{plan}\n")
     manifest = tmp_path / "frozen.json"
     proc = fire_exp("freeze", "panel=demo", f"panel.analysis={path}", f"prereg={manifest}")
@@ -155,3 +180,62 @@ def test_an_invalid_plan_is_never_frozen(tmp_path: Path, plan: str, message: str
     assert message in proc.stderr and str(path) in proc.stderr
     assert "Traceback" not in proc.stderr
     assert not manifest.exists()
+
+
+def test_ceilings_false_lifts_the_resample_ceiling(tmp_path: Path) -> None:
+    from fire_exp.analysis.plan import load_plan
+
+    path = tmp_path / "plan.yaml"
+    path.write_text("name: big\nseed: 1\nprimary: {contrast: real - sham}\n"
+                    "bootstrap: {n_resamples: 2000000}\nceilings: false\n")
+    plan = load_plan(path)
+    assert plan.bootstrap.n_resamples == 2_000_000
+    assert "ceilings" not in plan.model_dump()  # a permission, not part of the plan's hash
+
+
+def _freeze_demo(tmp_path: Path, *extra: str) -> subprocess.CompletedProcess[str]:
+    return fire_exp("freeze", "panel=demo", f"prereg={tmp_path / 'demo.prereg.json'}", *extra)
+
+
+def test_freeze_over_a_manifest_needs_force_and_keeps_a_backup(tmp_path: Path) -> None:
+    manifest = tmp_path / "demo.prereg.json"
+    assert _freeze_demo(tmp_path).returncode == 0
+    first = manifest.read_bytes()
+    again = _freeze_demo(tmp_path, "seed=3")
+    assert again.returncode == 2 and "already frozen here" in again.stderr
+    assert "--force" in again.stderr and "Traceback" not in again.stderr
+    assert manifest.read_bytes() == first  # untouched
+    forced = _freeze_demo(tmp_path, "seed=3", "--force")
+    assert forced.returncode == 0, forced.stderr
+    backups = list(tmp_path.glob("demo.prereg.json.*.bak"))
+    assert len(backups) == 1 and backups[0].read_bytes() == first
+    assert manifest.read_bytes() != first and str(backups[0]) in forced.stdout
+    hydra_flag = _freeze_demo(tmp_path, "seed=4", "force=true")
+    assert hydra_flag.returncode == 0 and len(list(tmp_path.glob("*.bak"))) == 2
+
+
+@pytest.mark.parametrize(("name", "content", "says"), [
+    ("notes.json", "my notes\n", "exists and is not a preregistration manifest"),
+    ("README.md", "# readme\n", "a manifest is a .json file"),
+])
+def test_freeze_never_replaces_a_file_it_did_not_write(tmp_path: Path, name: str,
+                                                        content: str, says: str) -> None:
+    target = tmp_path / name
+    target.write_text(content)
+    proc = fire_exp("freeze", "panel=demo", f"prereg={target}", "--force")
+    assert proc.returncode == 2 and says in proc.stderr
+    assert target.read_text() == content and not list(tmp_path.glob("*.bak"))
+
+
+def test_a_schedule_list_edited_by_hand_is_refused_before_the_first_attempt(
+        tmp_path: Path) -> None:
+    import json
+
+    manifest = tmp_path / "demo.prereg.json"
+    assert _freeze_demo(tmp_path).returncode == 0
+    frozen = json.loads(manifest.read_text())
+    frozen["schedule"][5]["task"] = "ghost-task"
+    manifest.write_text(json.dumps(frozen))
+    proc = fire_exp("run", "panel=demo", f"prereg={manifest}", f"results_dir={tmp_path / 'r'}")
+    assert proc.returncode == 2 and "schedule[5] differs from the schedule" in proc.stderr
+    assert not (tmp_path / "r" / "demo").exists() or not list((tmp_path / "r").rglob("*.jsonl"))

@@ -21,6 +21,7 @@ from fire_exp.runner.cleanup import attempt_processes
 from fire_exp.runner.ray_executor import scratch_root
 from tests.runner.ray_cluster import Cluster, start_cluster
 from tests.runner.runner_helpers import ROOT, SMALL, cli, cli_env
+from tests.signals import popen_interruptible
 
 pytestmark = [pytest.mark.ray, pytest.mark.slow]
 RAY_ENV = {"RAY_AUTH_MODE": "disabled"}  # a loopback test cluster: no token to share
@@ -99,7 +100,7 @@ def _attempt_owner(cluster: Cluster, deadline: float) -> tuple[int, str, str]:
 
 
 def test_sigint_cancels_ray_attempts(tmp_path: Path, cluster: Cluster) -> None:
-    proc = subprocess.Popen(
+    proc = popen_interruptible(
         [sys.executable, "-m", "fire_exp", "run", *SMALL, f"results_dir={tmp_path}",
          "run=int", "executor=ray", f"executor.address={cluster.address}",
          "agent.think_s=0.4"], cwd=ROOT, env=cli_env(RAY_ENV), text=True,

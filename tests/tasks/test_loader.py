@@ -83,6 +83,19 @@ def test_older_memory_and_storage_strings(word_count: Path) -> None:
     ("mcp_servers = []", 'mcp_servers = []\nworkdir = "app"', "environment.workdir"),
     ('schema_version = "1.1"', 'schema_version = ["1.1"]', "schema_version"),
     ("[agent]", "[agent\n", "<toml>"),
+    # numbers that pass a type check but no machine can grant
+    ("cpus = 1", "cpus = inf", "environment.cpus"),
+    ("cpus = 1", "cpus = nan", "environment.cpus"),
+    ("timeout_sec = 120.0", "timeout_sec = inf", "agent.timeout_sec"),
+    ("timeout_sec = 60.0", "timeout_sec = 1e9", "verifier.timeout_sec"),
+    ("memory_mb = 1024", "memory_mb = inf", "environment.memory_mb"),
+    ("memory_mb = 1024", 'memory = "99999999T"', "environment.memory"),
+    ("build_timeout_sec = 300.0", "build_timeout_sec = -inf", "environment.build_timeout_sec"),
+    ("gpus = 0", "gpus = " + "9" * 5000, "<toml>"),
+    ("gpus = 0", "gpus = -1", "environment.gpus"),
+    ("gpus = 0", "gpus = 100000", "environment.gpus"),
+    ('name = "fire-exp-tests/word-count"', 'name = "fire-exp-tests/.."', "task.name"),
+    ('name = "fire-exp-tests/word-count"', 'name = "fire-exp-tests/"', "task.name"),
 ])
 def test_wrong_values_name_the_file_and_field(word_count: Path, old: str, new: str,
                                               field: str) -> None:
@@ -135,3 +148,20 @@ def test_discover_finds_tasks_and_broken_task_folders(tmp_path: Path) -> None:
     assert [p.name for p in discover(tmp_path)] == ["a", "b"]
     with pytest.raises(InputError, match="no task directories"):
         discover(tmp_path / "notes")
+
+
+def test_an_instruction_that_is_not_utf8_names_its_line(word_count: Path) -> None:
+    path = word_count / "instruction.md"
+    path.write_bytes(path.read_bytes() + b"caf\xe9\n")
+    with pytest.raises(InputError) as err:
+        load_task(word_count)
+    assert err.value.path == str(path) and err.value.field.startswith("line ")
+    assert "not UTF-8" in err.value.problem
+
+
+def test_a_task_toml_that_is_not_utf8_is_one_error(word_count: Path) -> None:
+    toml = word_count / "task.toml"
+    toml.write_bytes(toml.read_bytes().replace(b'"easy"', b'"\xff"'))
+    with pytest.raises(InputError, match="not UTF-8") as err:
+        load_task(word_count)
+    assert err.value.path == str(toml)
