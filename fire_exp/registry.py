@@ -24,8 +24,8 @@ _BUILTINS: dict[str, dict[str, str]] = {
         "oracle": "fire_exp.agents.base:OracleAgent",
         "nop": "fire_exp.agents.base:NopAgent",
         "openai": "fire_exp.agents.openai:OpenAIAgent",
-        "claude-code": "fire_exp.agents.cli_agents:ClaudeCodeAgent",
-        "codex": "fire_exp.agents.cli_agents:CodexAgent",
+        "claude-code": "fire_exp.agents.coding_agents:ClaudeCodeAgent",
+        "codex": "fire_exp.agents.coding_agents:CodexAgent",
     },
     "environment": {
         "local": "fire_exp.environments.local:LocalEnvironment",

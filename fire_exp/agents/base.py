@@ -57,15 +57,17 @@ class Agent(Protocol):
 
 @runtime_checkable
 class BoxedAgent(Protocol):
-    """An agent that runs inside the attempt's box (an agent CLI in a task container).
+    """An agent that runs inside the attempt's box (a coding-agent CLI).
 
-    Before the panel, ``prepare_boxes`` installs it into every task's image (cached) and
-    tries it there; before each attempt's box starts, ``place`` tells the box what it needs.
+    Before the panel, ``prepare_boxes`` installs it for every task where the backend has
+    the ``INSTALL_AGENT`` capability; before each attempt's box starts, ``place`` tells the
+    box what it needs.
     """
 
-    def prepare_boxes(self, environment: str, tasks: Sequence[Task],
+    def prepare_boxes(self, backend: type[Environment] | None, tasks: Sequence[Task],
                       env_params: Mapping[str, Any]) -> None:
-        """Install the agent into every task's box and try it. Raises EnvironmentFailure."""
+        """Install the agent into every task's box and try it, where ``backend`` (the
+        environment's class; None: not a class) can. Raises EnvironmentFailure."""
         ...
 
     def place(self, env: Environment) -> None:

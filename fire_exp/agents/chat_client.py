@@ -24,6 +24,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from fire_exp.environments.redaction import redact_text
+
 _ROUTE_HEADERS = ("x-route", "x-model-route", "openai-model", "x-openrouter-provider")
 _BODY_KEPT = 600
 _NOT_RETRYABLE = frozenset({400, 401, 403, 404, 422})
@@ -35,13 +37,6 @@ _VALIDATION = re.compile(r"validation error|validationerror|invalid_request_erro
 _CONTEXT = re.compile(r"context[ _-]?(length|window)|maximum context|context_length_exceeded|"
                       r"too many tokens|exceeds? the (model'?s? )?(maximum|context)|"
                       r"prompt is too long|requested tokens \(\d+\) exceed", re.I)
-
-
-def redact(text: str, secret: str | None) -> str:
-    """``text`` with every occurrence of ``secret`` replaced by ``***``."""
-    if not secret:
-        return text
-    return text.replace(secret, "***")
 
 
 class ChatError(Exception):
@@ -122,6 +117,11 @@ class ChatClient:
     def url(self) -> str:
         return self.base_url.rstrip("/") + "/chat/completions"
 
+    @property
+    def secrets(self) -> list[str]:
+        """What never leaves in an error message: the key."""
+        return [self.api_key] if self.api_key else []
+
     def models(self, timeout_s: float = 10.0) -> list[str]:
         """``GET {base_url}/models``: the model ids the endpoint serves (one try).
 
@@ -137,11 +137,11 @@ class ChatClient:
             with urllib.request.urlopen(request, timeout=timeout_s) as reply:
                 data = json.loads(reply.read().decode("utf-8", errors="replace"))
         except urllib.error.HTTPError as exc:
-            detail = redact(_read_error(exc)[:_BODY_KEPT], self.api_key)
+            detail = redact_text(_read_error(exc)[:_BODY_KEPT], self.secrets)
             raise ChatError(f"GET {url}: HTTP {exc.code}: {detail}", exc.code) from None
         except (OSError, http.client.HTTPException, json.JSONDecodeError) as exc:
-            raise ChatError(redact(f"GET {url}: {type(exc).__name__}: {exc}",
-                                   self.api_key)) from None
+            raise ChatError(redact_text(f"GET {url}: {type(exc).__name__}: {exc}",
+                                   self.secrets)) from None
         items = data.get("data") if isinstance(data, dict) else None
         return [str(m.get("id")) for m in items or [] if isinstance(m, dict)]
 
@@ -174,8 +174,8 @@ class ChatClient:
                 last = exc
         if last is None:
             raise ChatError(f"POST {self.url}: no time left for a request", attempts=0)
-        raise ChatError(redact(f"POST {self.url} failed after {tries} tries: {last}",
-                               self.api_key), status=last.status, attempts=tries)
+        raise ChatError(redact_text(f"POST {self.url} failed after {tries} tries: {last}",
+                               self.secrets), status=last.status, attempts=tries)
 
     def _post(self, body: bytes, timeout_s: float | None) -> ChatResponse:
         headers = {"Content-Type": "application/json", "Accept": "application/json"}
@@ -188,7 +188,7 @@ class ChatClient:
                 text = reply.read().decode("utf-8", errors="replace")
                 reply_headers = {k.lower(): v for k, v in reply.headers.items()}
         except urllib.error.HTTPError as exc:
-            detail = redact(_read_error(exc)[:_BODY_KEPT], self.api_key)
+            detail = redact_text(_read_error(exc)[:_BODY_KEPT], self.secrets)
             if is_rejection(exc.code, detail):
                 raise rejection(self.url, exc.code, detail) from None
             if exc.code == 429 or exc.code >= 500:
@@ -200,8 +200,8 @@ class ChatClient:
         except (urllib.error.URLError, ConnectionError, OSError,
                 http.client.HTTPException) as exc:
             # HTTPException covers IncompleteRead and RemoteDisconnected: a body cut off.
-            raise _Retryable(redact(f"connection failed: {type(exc).__name__}: {exc}",
-                                    self.api_key)) from None
+            raise _Retryable(redact_text(f"connection failed: {type(exc).__name__}: {exc}",
+                                    self.secrets)) from None
         return self._parse(text, reply_headers)
 
     def _parse(self, text: str, headers: dict[str, str]) -> ChatResponse:
@@ -212,7 +212,7 @@ class ChatClient:
             if not isinstance(message, dict):
                 raise TypeError("message is not an object")
         except (json.JSONDecodeError, KeyError, IndexError, TypeError) as exc:
-            snippet = redact(text[:_BODY_KEPT], self.api_key)
+            snippet = redact_text(text[:_BODY_KEPT], self.secrets)
             raise _Retryable(f"malformed completion ({type(exc).__name__}: {exc}): "
                              f"{snippet!r}") from None
         usage = data.get("usage") if isinstance(data.get("usage"), dict) else {}

@@ -38,11 +38,11 @@ from fire_exp.agents.chat_client import (
     ChatResponse,
     ContextExceeded,
     RequestRejected,
-    redact,
 )
 from fire_exp.agents.session import AgentSession, AgentTimeout
 from fire_exp.agents.tool_calls import ToolCall, assistant_message, tool_message
 from fire_exp.agents.transcript import Transcript, UsageMeter
+from fire_exp.environments.redaction import redact_text
 from fire_exp.errors import InputError, PreflightError, ProtocolError
 from fire_exp.records import Cause
 
@@ -177,7 +177,7 @@ class OpenAIAgent:
         self._param = "max_tokens" if self.max_tokens_param == "auto" else self.max_tokens_param
         meter = UsageMeter(self.model, self.prices)
         secret = os.environ.get(self.api_key_env) if self.api_key_env else None
-        transcript = Transcript(session.env.attempt_dir / "logs" / "agent" / "transcript.jsonl",
+        transcript = Transcript(session.env.files.transcript,
                                 secret)
         try:
             return self._loop(session, self._client(), meter, transcript)
@@ -185,18 +185,18 @@ class OpenAIAgent:
             transcript.write({"role": "harness", "event": "timeout", "content": str(exc)})
             return AgentOutcome(usage=meter.usage(), cause=Cause.AGENT_TIMEOUT, error=str(exc))
         except ContextExceeded as exc:
-            message = redact(str(exc), secret)
+            message = redact_text(str(exc), [secret] if secret else [])
             transcript.write({"role": "harness", "event": "context_exceeded", "content": message})
             return AgentOutcome(usage=meter.usage(), cause=Cause.AGENT_CONTEXT_EXCEEDED,
                                 error=f"context window exceeded: {message}")
         except RequestRejected as exc:
-            message = redact(str(exc), secret)
+            message = redact_text(str(exc), [secret] if secret else [])
             transcript.write({"role": "harness", "event": "rejected", "content": message,
                               "status": exc.status})
             raise ProtocolError(f"agent=openai: the server refused a request fire-exp built, "
                                 f"so no attempt can succeed; the run stops. {message}") from None
         except ChatError as exc:
-            message = redact(str(exc), secret)
+            message = redact_text(str(exc), [secret] if secret else [])
             before = session.n_commands == 0
             transcript.write({"role": "harness", "event": "provider_error", "content": message,
                               "status": exc.status, "before_action": before})

@@ -186,7 +186,7 @@ class SimulatedAgent:
             raise InputError(session.env.task.path, "simulated.yaml", "missing",
                              "the simulated agent needs a script beside the task")
         script = load_script(script_path)
-        transcript = Transcript(session.env.attempt_dir / "logs" / "agent" / "transcript.jsonl")
+        transcript = Transcript(session.env.files.transcript)
         try:
             return _Run(self, script, session, rng, transcript).play()
         finally:

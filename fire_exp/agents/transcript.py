@@ -7,7 +7,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import IO, Any, Protocol
 
-from fire_exp.agents.chat_client import redact
+from fire_exp.environments.redaction import redact_text
 from fire_exp.records import Usage
 
 
@@ -27,7 +27,7 @@ class _Reply(Protocol):
 class Transcript:
     """Appends one JSON object per message to ``path``, with a timestamp.
 
-    Every line passes through :func:`redact` with ``secret``, so a key a model or a
+    Every line passes through ``redact_text`` with ``secret``, so a key a model or a
     command echoes back is not written.
     """
 
@@ -42,7 +42,7 @@ class Transcript:
             return
         line = json.dumps({"ts": datetime.now(UTC).isoformat(timespec="milliseconds")} | entry,
                           default=str)
-        self._fh.write(redact(line, self.secret) + "\n")
+        self._fh.write(redact_text(line, [self.secret] if self.secret else []) + "\n")
         self._fh.flush()
 
     def close(self) -> None:

@@ -1,7 +1,9 @@
-"""Environments: one attempt's box, with one lifecycle and two backends (local, docker)."""
+"""Environments: one attempt's box, one contract (``base.Environment``), two backends
+(local, docker) and the verifier written once on the contract (``Environment.run_verifier``)."""
 
 from fire_exp.environments.base import (
     BoxPaths,
+    Capability,
     Environment,
     EnvironmentFailure,
     ExecResult,
@@ -13,6 +15,7 @@ from fire_exp.environments.reward import parse_reward, read_reward_dir
 
 __all__ = [
     "BoxPaths",
+    "Capability",
     "Environment",
     "EnvironmentFailure",
     "ExecResult",

@@ -1,43 +1,62 @@
-"""The environment lifecycle every backend implements (local folder, Docker container).
+"""The environment contract every box implements (local folder, Docker container, yours).
 
 An environment is one attempt's box. Its lifecycle, in order::
 
     start()                 build/prepare the box; raises EnvironmentFailure
-    upload(src, dest)       copy files in (the oracle's solution, the verifier's tests)
     exec(command, timeout)  run one agent command in the agent's session
     end_agent_session()     the agent is done: what it left attached to its session dies
-    run_verifier()          upload tests/, run tests/test.sh, read the reward file
+    run_verifier()          the verifier, written once on this contract
     stop()                  remove everything the attempt started; idempotent, never raises
+
+Besides the agent's session a box runs processes of its own (``run``: the verifier, a
+coding-agent CLI's checks, housekeeping), and moves files both ways as archives
+(``put_archive``/``get_archive``; ``upload``, ``download``, ``write_file`` and ``read_file``
+are built on them). What a backend can do beyond that it declares in ``capabilities``
+(:class:`Capability`), and code above ``environments/`` asks the set, never the type.
 
 Tasks see the same paths in every backend through environment variables
 (``FIRE_WORKDIR``, ``FIRE_LOGS``, ``FIRE_TESTS``, ``FIRE_SOLUTION``, ``FIRE_PORT``), with the
 container paths (``/app``, ``/logs``, ``/tests``, ``/solution``, port 8000) as defaults, so
-a task written for fire-exp runs under Harbor unchanged.
+a task written for fire-exp runs under Harbor unchanged. docs/architecture.md has the
+recipe for adding a backend.
 """
 
 from __future__ import annotations
 
+import shlex
 import threading
+import time
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from enum import StrEnum
 from pathlib import Path
 from types import TracebackType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from fire_exp.errors import FireExpError
+from fire_exp.attempt_paths import (
+    REWARD_JSON,
+    REWARD_TXT,
+    TEST_STDOUT,
+    VERIFIER_LOGS,
+    AttemptPaths,
+    in_box,
+)
+from fire_exp.environments.archives import extract_archive, single_file, tar_directory, tar_file
+from fire_exp.environments.failure import EnvironmentFailure as EnvironmentFailure
+from fire_exp.environments.redaction import Redactor
+from fire_exp.environments.reward import read_reward_dir
 from fire_exp.records import Cause
 from fire_exp.tasks.model import Task
 
+if TYPE_CHECKING:
+    from fire_exp.environments.agent_install import AgentInstall
+    from fire_exp.environments.egress import Egress
+    from fire_exp.environments.hook_transport import HookEndpoint, HookTransport, LineStream
 
-class EnvironmentFailure(FireExpError):
-    """The box could not be prepared or died: the model had no fair attempt.
-
-    Inside an attempt the runner records it as ``environment_failed``; outside one (the
-    ``images`` and ``cleanup`` commands) the CLI prints it as one line.
-    """
-
-    cause = Cause.ENVIRONMENT_FAILED
+Stream = Callable[[str], None]
+STDOUT_KEPT = 4000  # characters of test.sh's output kept in the verifier's result
+_HOUSEKEEPING_S = 60.0
 
 
 @dataclass(frozen=True)
@@ -81,12 +100,24 @@ class VerifierResult:
 
 @dataclass(frozen=True)
 class BoxPaths:
-    """The paths a task sees inside the box."""
+    """The paths a task sees inside the box, and the agent's own folder there."""
 
     workdir: str
     logs: str
     tests: str
     solution: str
+    agent: str  # a coding-agent CLI's settings and output; no task reads it
+
+
+class Capability(StrEnum):
+    """What a backend can do beyond the contract's core (``Environment.capabilities``)."""
+
+    SERVICES = "services"  # work the agent detached (a server) outlives its session
+    NETWORK_POLICY = "network_policy"  # the task's network_mode is enforced
+    EGRESS_ALLOWLIST = "egress_allowlist"  # open_egress: only listed endpoints are reached
+    HOST_HOOKS = "host_hooks"  # the box is this machine: a hook runs fire-exp's command
+    HOOK_RELAY = "hook_relay"  # open_stream: hook calls in the box are answered on the host
+    INSTALL_AGENT = "install_agent"  # install_agent/prepare_agent: a CLI put into the box
 
 
 class Environment(ABC):
@@ -100,42 +131,156 @@ class Environment(ABC):
     """
 
     name: str = "abstract"
+    capabilities: frozenset[Capability] = frozenset()
 
     def __init__(self, task: Task, attempt_dir: Path, attempt_id: str) -> None:
         self.task = task
         self.attempt_dir = attempt_dir
+        self.files = AttemptPaths(attempt_dir)
         self.attempt_id = attempt_id
         # Set by the runner on Ctrl-C; long waits in a backend should watch it.
         self.cancelled = threading.Event()
+        # The one redactor of the attempt's logs (a CLI adds its key to it).
+        self.redactor = Redactor()
+
+    # the core every backend implements -------------------------------------------------
 
     @property
     @abstractmethod
     def paths(self) -> BoxPaths:
-        """The box's paths for the working folder, logs, tests and solution."""
+        """The box's paths: working folder, logs, tests, solution and the agent's folder."""
 
     @abstractmethod
     def start(self) -> None:
         """Prepare the box. Raises EnvironmentFailure when it cannot."""
 
     @abstractmethod
-    def upload(self, src: Path, dest: str) -> None:
-        """Copy the directory ``src`` of the host to ``dest`` in the box."""
+    def exec(self, command: str, timeout: float, *, env: Mapping[str, str] | None = None
+             ) -> ExecResult:
+        """Run ``command`` with bash in the agent's session, working folder as cwd.
 
-    @abstractmethod
-    def exec(self, command: str, timeout: float) -> ExecResult:
-        """Run ``command`` with bash in the agent's session, working folder as cwd."""
+        ``env`` reaches only this command (a CLI's key travels with the request, never in
+        the box's configuration).
+        """
 
     @abstractmethod
     def end_agent_session(self) -> SessionEnd:
         """End the agent's session: kill what is still attached to it; detached work lives."""
 
     @abstractmethod
-    def run_verifier(self) -> VerifierResult:
-        """Upload ``tests/``, run ``tests/test.sh`` under its timeout, read the reward."""
+    def run(self, command: str, timeout: float, *, env: Mapping[str, str] | None = None,
+            cwd: str | None = None, user: str | None = None,
+            stream: Stream | None = None) -> ExecResult:
+        """Run ``command`` with bash as a process of its own, outside the agent's session.
+
+        Args:
+            command: a bash command line.
+            timeout: seconds; past it the command's process group is killed and the result
+                says ``timed_out``.
+            env: variables added to the box's own for this command.
+            cwd: the working folder in the box (None: the task's working folder).
+            user: the box user to run as (None: the box's default user). A backend that
+                cannot switch users refuses any other with EnvironmentFailure.
+            stream: called with each piece of output as it arrives.
+        """
+
+    @abstractmethod
+    def put_archive(self, dest: str, data: bytes) -> None:
+        """Extract the tar ``data`` at the box folder ``dest`` (``/``: members are absolute)."""
+
+    @abstractmethod
+    def get_archive(self, src: str) -> bytes:
+        """A tar of the box file or folder ``src``, members named from its own name."""
 
     @abstractmethod
     def stop(self) -> None:
         """Remove every process, container or file the attempt started. Never raises."""
+
+    # built on the core ------------------------------------------------------------------
+
+    def upload(self, src: Path, dest: str) -> None:
+        """Copy the host folder ``src`` to ``dest`` in the box (``*.sh`` made executable)."""
+        self.put_archive("/", tar_directory(src, dest))
+
+    def write_file(self, dest: str, data: bytes, mode: int = 0o644) -> None:
+        """Write ``data`` to the box file ``dest`` (its folders are made)."""
+        self.put_archive("/", tar_file(data, dest, mode))
+
+    def read_file(self, src: str) -> bytes:
+        """The content of the box file ``src``. Raises EnvironmentFailure if it is absent."""
+        try:
+            return single_file(self.get_archive(src))
+        except FileNotFoundError as exc:
+            raise EnvironmentFailure(f"{src} is not a file in the box") from exc
+
+    def download(self, src: str, dest: Path) -> None:
+        """Copy the box file or folder ``src`` into the host folder ``dest``."""
+        extract_archive([self.get_archive(src)], dest)
+
+    def remove(self, path: str) -> None:
+        """Remove a box file or folder (what fire-exp put there and must not leave)."""
+        self.run(f"rm -rf {shlex.quote(path)}", timeout=60.0, cwd="/")
+
+    def collect_logs(self) -> None:
+        """Bring the box's logs folder home to ``ATTEMPT/logs``, through :attr:`redactor`.
+        A backend whose logs folder is on the host has nothing to do."""
+        return None
+
+    def run_verifier(self) -> VerifierResult:
+        """The verifier, written once on this contract for every backend: after the agent's
+        session has ended, stale reward files go, ``tests/`` is uploaded (only now: the agent
+        never saw it), ``tests/test.sh`` runs under the task's verifier timeout as a process
+        of its own (exit code ignored, output to ``logs/verifier/test-stdout.txt``), the
+        box's logs come home, and the reward is read there by the one parser
+        (:func:`fire_exp.environments.reward.read_reward_dir`, the Harbor contract)."""
+        return _verify(self)
+
+    # capabilities ---------------------------------------------------------------------
+
+    def _lacks(self, capability: Capability) -> EnvironmentFailure:
+        return EnvironmentFailure(f"environment={self.name} has no {capability.value} "
+                                  "capability")
+
+    def hook_transport(self, endpoint: HookEndpoint) -> HookTransport:
+        """How a coding-agent CLI in this box reaches the arm's hooks (``HOST_HOOKS``: the
+        CLI runs fire-exp's hook command on this machine; ``HOOK_RELAY``: a shim in the box
+        and a relay over :meth:`open_stream`, answered in this process)."""
+        from fire_exp.environments.hook_transport import HostHooks, RelayHooks
+
+        if Capability.HOST_HOOKS in self.capabilities:
+            return HostHooks(endpoint)
+        if Capability.HOOK_RELAY in self.capabilities:
+            return RelayHooks.open(self, endpoint)
+        raise self._lacks(Capability.HOOK_RELAY)
+
+    def open_stream(self, argv: Sequence[str]) -> LineStream:
+        """``HOOK_RELAY``: start ``argv`` in the box with its stdin and stdout as a line
+        stream to this process (closing the stream ends its input)."""
+        raise self._lacks(Capability.HOOK_RELAY)
+
+    def open_egress(self, allowed: Sequence[str], log_path: Path) -> Egress | None:
+        """``EGRESS_ALLOWLIST``: let a process reach only ``allowed`` (``host:port``);
+        returns the variables that route it there, or None when the task's network needs
+        no gate (or this backend applies none)."""
+        return None
+
+    def install_agent(self, install: AgentInstall) -> None:
+        """``INSTALL_AGENT``: before :meth:`start`, put a coding-agent CLI into this box."""
+        raise self._lacks(Capability.INSTALL_AGENT)
+
+    def agent_binary(self, install: AgentInstall) -> str:
+        """Where the installed CLI's executable is in the box (a path, or a name on PATH)."""
+        return install.binary
+
+    @classmethod
+    def prepare_agent(cls, install: AgentInstall, tasks: Sequence[Task],
+                      **params: Any) -> None:
+        """``INSTALL_AGENT``: before a panel, install the CLI for every task and try it.
+        Raises EnvironmentFailure naming the task or the install step."""
+        raise EnvironmentFailure(f"environment={cls.name} has no "
+                                 f"{Capability.INSTALL_AGENT.value} capability")
+
+    # the panel around the attempts --------------------------------------------------------
 
     @classmethod
     def preflight(cls, **params: Any) -> None:
@@ -177,3 +322,28 @@ class Environment(ABC):
     def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
                  tb: TracebackType | None) -> None:
         self.stop()
+
+
+def _verify(env: Environment) -> VerifierResult:
+    """The verifier of every backend (see ``Environment.run_verifier``)."""
+    start = time.monotonic()
+    box = env.paths
+    logs = box.logs
+    stale = " ".join(shlex.quote(in_box(logs, name)) for name in (REWARD_TXT, REWARD_JSON))
+    env.run(f"rm -f {stale}; mkdir -p {shlex.quote(in_box(logs, VERIFIER_LOGS))}",
+            timeout=_HOUSEKEEPING_S, cwd="/")
+    env.upload(env.task.tests_dir, box.tests)
+    script = shlex.quote(f"{box.tests}/test.sh")
+    result = env.run(f"exec bash {script} > {shlex.quote(in_box(logs, TEST_STDOUT))} 2>&1 "
+                     "< /dev/null", timeout=env.task.verifier.timeout_sec,
+                     env=env.task.verifier.env, cwd=box.workdir)
+    env.collect_logs()
+    out = env.files.test_stdout
+    stdout = out.read_text(errors="replace")[-STDOUT_KEPT:] if out.is_file() else ""
+    if result.timed_out:
+        return VerifierResult(reward=None, cause=Cause.VERIFIER_TIMEOUT,
+                              message="the verifier timed out",
+                              duration_s=time.monotonic() - start, stdout=stdout)
+    reward, rewards, cause, message = read_reward_dir(env.files.verifier_logs)
+    return VerifierResult(reward=reward, rewards=rewards, cause=cause, message=message,
+                          duration_s=time.monotonic() - start, stdout=stdout)

@@ -8,13 +8,15 @@ Per attempt it
 2. starts one container (``init=True``, so orphans are reaped) with the task's CPU and
    memory limits, working folder and network mode (``no-network`` and ``allowlist``:
    no network at all; fire-exp has no allowlist proxy, so it fails closed);
+   With a coding-agent CLI (``install_agent``), the image derived with the CLI in it
+   (``docker_install.py``) and, for a task without network, the internal egress network
+   whose only way out is the egress proxy (``egress.py``);
 3. starts the agent's session host (``session_host.py``, run by the container's
    ``python3``) as the process of one ``docker exec`` with its stdin attached; each agent
    command is one request on that socket, a ``bash -c`` child of the session leader;
 4. at the end of the agent phase hangs the session up: what is attached to it dies, a
    ``setsid`` server with redirected streams survives, exactly as in the local environment;
-5. uploads ``tests/`` to ``/tests`` only then, runs ``/tests/test.sh`` under the
-   verifier's timeout, copies ``/logs`` to ``ATTEMPT/logs`` and reads the reward there;
+5. runs the verifier (``Environment.run_verifier``); ``collect_logs`` copies ``/logs`` to ``ATTEMPT/logs``;
 6. removes the container (also on errors and Ctrl-C; ``stop()`` never raises).
 
 Every container carries the label ``fire-exp=1`` and the attempt's, run's and owning
@@ -23,54 +25,64 @@ process's labels, so ``fire-exp cleanup`` finds what a killed run left behind.
 
 from __future__ import annotations
 
-import os
 import secrets
-import socket
+import shlex
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any
 
+from fire_exp.attempt_paths import AGENT_LOGS, TERMINAL_LOG, VERIFIER_LOGS, in_box
 from fire_exp.environments import session_host
+from fire_exp.environments.agent_install import AgentInstall
+from fire_exp.environments.archives import extract_archive, tar_file
 from fire_exp.environments.base import (
     BoxPaths,
+    Capability,
     Environment,
     EnvironmentFailure,
     ExecResult,
     SessionEnd,
-    VerifierResult,
+    Stream,
 )
-from fire_exp.environments.docker_session import (
-    SessionChannel,
-    extract_archive,
-    tar_directory,
-    tar_file,
+from fire_exp.environments.docker_channel import ExecChannel
+from fire_exp.environments.docker_install import mounts, prepare_cli_image, try_binary
+from fire_exp.environments.egress import EgressProxy, ensure_egress_network, gateway_of
+from fire_exp.environments.images import (
+    BASE_IMAGE,
+    LABEL,
+    ensure_task_image,
+    owner_labels,
+    slug,
 )
-from fire_exp.environments.images import BASE_IMAGE, LABEL, ensure_task_image, slug
-from fire_exp.environments.redaction import redact_tree
-from fire_exp.environments.reward import read_reward_dir
 from fire_exp.errors import PreflightError
-from fire_exp.records import Cause
 from fire_exp.tasks.model import Task
 
 HOST_PATH = "/opt/fire-exp/session_host.py"
 LOGS, TESTS, SOLUTION, PORT = "/logs", "/tests", "/solution", 8000
+AGENT_DIR = "/opt/fire-exp/agent"
 _REPLY_MARGIN = 30.0  # seconds past a command's own timeout before the host gives up on it
-_VERIFIER_PID = "/tmp/.fire-exp-verifier.pid"
+_STREAM_S = 7 * 24 * 3600.0  # an open_stream lives as long as the attempt
+_KILL_GRACE_S = 5.0
 
 
-class BoxPlacement(Protocol):
-    """What an agent that runs inside the container adds to it (see cli_container.py)."""
+class _ExecStream:
+    """An :class:`ExecChannel` as a line stream (``Environment.open_stream``)."""
 
-    def image(self, client: Any, task_image: str) -> str:
-        """The image to run instead of ``task_image`` (e.g. with the agent's CLI in it)."""
+    def __init__(self, sock: Any) -> None:
+        self._closed = threading.Event()
+        self._channel = ExecChannel(sock, self._closed)
 
-    def network(self, client: Any, network_mode: str, default: str) -> str:
-        """The Docker network for a task of ``network_mode`` (``default``: the task's own)."""
+    def read_line(self) -> bytes:
+        return self._channel.read_line(_STREAM_S)
 
-    def volumes(self) -> dict[str, dict[str, str]]:
-        """Bind mounts, as docker-py's ``volumes`` (e.g. a CLI binary, read-only)."""
+    def send_line(self, data: bytes) -> None:
+        self._channel.send_line(data)
+
+    def close(self) -> None:
+        self._closed.set()
+        self._channel.close()  # the process reads end of input
 
 
 def docker_client() -> Any:
@@ -83,12 +95,6 @@ def docker_client() -> Any:
         return client
     except Exception as exc:  # noqa: BLE001 - any failure here means no engine
         raise EnvironmentFailure(f"cannot reach the Docker engine: {exc}") from exc
-
-
-def owner_labels() -> dict[str, str]:
-    """Labels naming the process that owns a container (``fire-exp cleanup`` checks it)."""
-    return {LABEL: "1", f"{LABEL}.owner-host": socket.gethostname(),
-            f"{LABEL}.owner-pid": str(os.getpid())}
 
 
 def task_image(client: Any, task: Task, base_image: str, bootstrap_base: bool) -> str:
@@ -123,6 +129,9 @@ class DockerEnvironment(Environment):
     """
 
     name = "docker"
+    capabilities = frozenset({Capability.SERVICES, Capability.NETWORK_POLICY,
+                              Capability.EGRESS_ALLOWLIST, Capability.HOOK_RELAY,
+                              Capability.INSTALL_AGENT})
 
     def __init__(self, task: Task, attempt_dir: Path, attempt_id: str, *,
                  base_image: str = BASE_IMAGE, bootstrap_base: bool = True,
@@ -138,19 +147,18 @@ class DockerEnvironment(Environment):
         self.image: str | None = None
         self.container: Any = None
         self._client: Any = None
-        self._channel: SessionChannel | None = None
+        self._channel: ExecChannel | None = None
         self._lock = threading.Lock()
         self._logs_copied = False
-        # Set by an agent that runs inside the box (a coding CLI): its image, network and
-        # mounts. None: the task's image and network as they are.
-        self.placement: BoxPlacement | None = None
-        # Values (a CLI's key) to blank out of every file copied from the container's /logs.
-        self.redactions: list[str] = []
+        # A coding-agent CLI that runs inside the box (install_agent); None: the task's
+        # image and network as they are.
+        self.agent_install: AgentInstall | None = None
+        self.network: str | None = None
 
     @property
     def paths(self) -> BoxPaths:
         return BoxPaths(workdir=self.task.environment.workdir, logs=LOGS, tests=TESTS,
-                        solution=SOLUTION)
+                        solution=SOLUTION, agent=AGENT_DIR)
 
     def labels(self) -> dict[str, str]:
         """The labels of this attempt's container."""
@@ -178,8 +186,9 @@ class DockerEnvironment(Environment):
     def start(self) -> None:
         self._client = docker_client()
         self.image = self._resolve_image()
-        if self.placement is not None:
-            self.image = self.placement.image(self._client, self.image)
+        if self.agent_install is not None:
+            self.image = prepare_cli_image(self._client, self.agent_install.agent, self.image,
+                                           self.agent_install.spec)
         self._check_cancelled()
         self.container = self._create_container()
         self._prepare_box()
@@ -198,9 +207,12 @@ class DockerEnvironment(Environment):
         env = self.task.environment
         network = self.public_network if env.network_mode == "public" else "none"
         volumes: dict[str, dict[str, str]] = {}
-        if self.placement is not None:
-            network = self.placement.network(self._client, env.network_mode, network)
-            volumes = self.placement.volumes()
+        if self.agent_install is not None:
+            # The CLI must reach its model: a task without network gets the egress network.
+            if env.network_mode != "public":
+                network = ensure_egress_network(self._client)
+            volumes = mounts(self.agent_install.spec)
+        self.network = network
         name = f"fire-exp-{slug(self.attempt_id, 40)}-{secrets.token_hex(3)}"
         try:
             return self._client.containers.run(
@@ -229,7 +241,8 @@ class DockerEnvironment(Environment):
         return int(result.exit_code), result.output.decode(errors="replace")
 
     def _prepare_box(self) -> None:
-        code, out = self._sh(f"mkdir -p {LOGS}/agent {LOGS}/verifier && "
+        logs = " ".join(in_box(LOGS, name) for name in (AGENT_LOGS, VERIFIER_LOGS))
+        code, out = self._sh(f"mkdir -p {logs} && "
                              f"command -v python3 >/dev/null && command -v bash >/dev/null")
         if code != 0:
             raise EnvironmentFailure(f"task {self.task.name}: the image needs bash and python3 "
@@ -240,10 +253,10 @@ class DockerEnvironment(Environment):
     def _start_session(self) -> None:
         api = self._client.api
         exec_id = api.exec_create(
-            self.container.id, ["python3", HOST_PATH, self.marker, f"{LOGS}/agent/terminal.log"],
+            self.container.id, ["python3", HOST_PATH, self.marker, in_box(LOGS, TERMINAL_LOG)],
             stdin=True, stdout=True, stderr=True, tty=False, workdir=self.paths.workdir,
             environment=self.box_env())["Id"]
-        self._channel = SessionChannel(api.exec_start(exec_id, socket=True), self.cancelled)
+        self._channel = ExecChannel(api.exec_start(exec_id, socket=True), self.cancelled)
         # The exec starts asynchronously: wait until the host answers, and check that it
         # leads its own session (what the end-of-session semantics rest on).
         reply = self._channel.request({"op": "ping"}, _REPLY_MARGIN)
@@ -251,23 +264,33 @@ class DockerEnvironment(Environment):
             raise EnvironmentFailure(f"the agent's session host is not a session leader: "
                                      f"{reply}")
 
-    def upload(self, src: Path, dest: str) -> None:
+    def _running(self) -> Any:
         if self.container is None:
             raise EnvironmentFailure("the container is not running")
-        if not self.container.put_archive("/", tar_directory(src, dest)):
-            raise EnvironmentFailure(f"could not upload {src} to {dest}")
+        return self.container
 
-    def exec(self, command: str, timeout: float,
-             extra_env: Mapping[str, str] | None = None) -> ExecResult:
-        """Run ``command`` in the agent's session; ``extra_env`` reaches only this command
-        (a CLI's key travels in the request, never in the container's configuration)."""
+    def put_archive(self, dest: str, data: bytes) -> None:
+        if not self._running().put_archive(dest, data):
+            raise EnvironmentFailure(f"could not copy files to {dest} in the container")
+
+    def get_archive(self, src: str) -> bytes:
+        import docker.errors
+
+        try:
+            bits, _ = self._running().get_archive(src)
+        except docker.errors.NotFound as exc:
+            raise EnvironmentFailure(f"{src} does not exist in the container") from exc
+        return b"".join(bits)
+
+    def exec(self, command: str, timeout: float, *, env: Mapping[str, str] | None = None
+             ) -> ExecResult:
         channel = self._channel
         if channel is None:
             raise EnvironmentFailure("the agent's session has ended")
         req: dict[str, Any] = {"op": "exec", "command": command, "timeout": timeout,
                                "cwd": self.paths.workdir}
-        if extra_env:
-            req["env_extra"] = dict(extra_env)
+        if env:
+            req["env_extra"] = dict(env)
         with self._lock:
             reply = channel.request(req, timeout + _REPLY_MARGIN)
         return ExecResult(exit_code=reply["exit_code"], stdout=reply["stdout"],
@@ -286,61 +309,94 @@ class DockerEnvironment(Environment):
         return SessionEnd(hung_up=reply["hung_up"], killed=reply["killed"],
                           survivors=reply["survivors"])
 
-    def run_verifier(self) -> VerifierResult:
+    def run(self, command: str, timeout: float, *, env: Mapping[str, str] | None = None,
+            cwd: str | None = None, user: str | None = None,
+            stream: Stream | None = None) -> ExecResult:
         start = time.monotonic()
-        self._sh(f"rm -f {LOGS}/verifier/reward.txt {LOGS}/verifier/reward.json; "
-                 f"mkdir -p {LOGS}/verifier")
-        self.upload(self.task.tests_dir, TESTS)
-        finished = self._run_test_script()
-        self.copy_logs()
-        verifier_dir = self.attempt_dir / "logs" / "verifier"
-        out_path = verifier_dir / "test-stdout.txt"
-        stdout = out_path.read_text(errors="replace")[-4000:] if out_path.is_file() else ""
-        if not finished:
-            return VerifierResult(reward=None, cause=Cause.VERIFIER_TIMEOUT,
-                                  message="the verifier timed out",
-                                  duration_s=time.monotonic() - start, stdout=stdout)
-        reward, rewards, cause, message = read_reward_dir(verifier_dir)
-        return VerifierResult(reward=reward, rewards=rewards, cause=cause, message=message,
-                              duration_s=time.monotonic() - start, stdout=stdout)
-
-    def _run_test_script(self) -> bool:
-        """Run ``/tests/test.sh`` (exit code ignored); False if it hit its timeout."""
-        script = (f"echo $$ > {_VERIFIER_PID}; exec bash {TESTS}/test.sh "
-                  f"> {LOGS}/verifier/test-stdout.txt 2>&1 < /dev/null")
-        env = self.box_env() | self.task.verifier.env
+        pid_file = f"/tmp/.fire-exp-run-{secrets.token_hex(4)}.pid"
+        script = f"echo $$ > {pid_file}; exec bash -c {shlex.quote(command)}"
+        container = self._running()
         api = self._client.api
-        exec_id = api.exec_create(self.container.id, ["bash", "-c", script],
-                                  workdir=self.paths.workdir, environment=env)["Id"]
+        exec_id = api.exec_create(container.id, ["bash", "-c", script],
+                                  workdir=cwd or self.paths.workdir, user=user or "",
+                                  environment=self.box_env() | dict(env or {}))["Id"]
+        out, err = bytearray(), bytearray()
         errors: list[BaseException] = []
 
-        def run() -> None:
+        def pump() -> None:
             try:
-                api.exec_start(exec_id)
+                for chunk_out, chunk_err in api.exec_start(exec_id, stream=True, demux=True):
+                    out.extend(chunk_out or b"")
+                    err.extend(chunk_err or b"")
+                    if stream is not None and (chunk_out or chunk_err):
+                        stream((chunk_out or chunk_err or b"").decode("utf-8", "replace"))
             except BaseException as exc:  # noqa: BLE001 - reported below
                 errors.append(exc)
 
-        worker = threading.Thread(target=run, daemon=True, name=f"verifier-{self.attempt_id}")
+        worker = threading.Thread(target=pump, daemon=True, name=f"run-{self.attempt_id}")
         worker.start()
-        deadline = time.monotonic() + self.task.verifier.timeout_sec
+        deadline = start + timeout
         while worker.is_alive() and time.monotonic() < deadline and not self.cancelled.is_set():
             worker.join(min(0.25, max(deadline - time.monotonic(), 0.0)))
-        if worker.is_alive():
-            # The exec'd bash leads its own session and process group: kill the group.
-            self.container.exec_run(["bash", "-c", f"kill -9 -- -$(cat {_VERIFIER_PID})"])
-            worker.join(5)
-            return False
+        timed_out = worker.is_alive()
+        if timed_out:
+            # The exec'd bash leads its own session and process group: kill the group
+            # (bash's kill: dash's takes no ``--``).
+            container.exec_run(["bash", "-c", f"kill -9 -- -$(cat {pid_file})"])
+            worker.join(_KILL_GRACE_S)
+        self._sh(f"rm -f {pid_file}")
         if errors:
-            raise EnvironmentFailure(f"the verifier could not run: {errors[0]}")
-        return True
+            raise EnvironmentFailure(f"a command could not run in the container: {errors[0]}")
+        code = 124 if timed_out else int(api.exec_inspect(exec_id).get("ExitCode") or 0)
+        return ExecResult(exit_code=code, stdout=out.decode("utf-8", "replace"),
+                          stderr=err.decode("utf-8", "replace"), timed_out=timed_out,
+                          duration_s=time.monotonic() - start)
 
-    def copy_logs(self) -> None:
+    def collect_logs(self) -> None:
         """Copy the container's ``/logs`` into ``ATTEMPT/logs``."""
-        bits, _ = self.container.get_archive(LOGS)
+        bits, _ = self._running().get_archive(LOGS)
         extract_archive(bits, self.attempt_dir)
         self._logs_copied = True
-        # The keys handed to a CLI in the box (the harness's own are redacted by the runner).
-        redact_tree(self.attempt_dir / "logs", [v for v in self.redactions if len(v) >= 8])
+        self.redactor.tree(self.files.logs)
+
+    # capabilities ---------------------------------------------------------------------
+
+    def open_stream(self, argv: Sequence[str]) -> _ExecStream:
+        container = self._running()
+        api = self._client.api
+        exec_id = api.exec_create(container.id, list(argv), stdin=True, stdout=True,
+                                  stderr=True, tty=False, workdir="/")["Id"]
+        return _ExecStream(api.exec_start(exec_id, socket=True))
+
+    def open_egress(self, allowed: Sequence[str], log_path: Path) -> EgressProxy | None:
+        if self.network in (None, "none", self.public_network):
+            return None  # the task's own network: public, or none at all (fails closed)
+        return EgressProxy(gateway_of(self._client, self.network), list(allowed), log_path)
+
+    def install_agent(self, install: AgentInstall) -> None:
+        self.agent_install = install
+
+    def agent_binary(self, install: AgentInstall) -> str:
+        return install.spec.binary_in_box(install.binary)
+
+    @classmethod
+    def prepare_agent(cls, install: AgentInstall, tasks: Sequence[Task], *,
+                      base_image: str = BASE_IMAGE, bootstrap_base: bool = True,
+                      **params: Any) -> None:
+        """Install the CLI into every task's image (cached) and run ``command -v BINARY``
+        in a throwaway container of each, so a broken install step stops the panel."""
+        client = docker_client()
+        tried: set[str] = set()
+        try:
+            for task in tasks:
+                image = prepare_cli_image(client, install.agent,
+                                          task_image(client, task, base_image, bootstrap_base),
+                                          install.spec)
+                if image not in tried:
+                    try_binary(client, image, install, owner_labels())
+                    tried.add(image)
+        finally:
+            client.close()
 
     @classmethod
     def preflight(cls, **params: Any) -> None:
@@ -385,7 +441,7 @@ class DockerEnvironment(Environment):
             if not self._logs_copied:
                 try:
                     self.container = container
-                    self.copy_logs()
+                    self.collect_logs()
                 except Exception:  # noqa: BLE001, S110 - logs are best effort here
                     pass
                 finally:

@@ -11,8 +11,10 @@ Both tools read the machine's configured apt sources, so this works wherever
 from __future__ import annotations
 
 import hashlib
+import os
 import re
 import shutil
+import socket
 import subprocess
 import tarfile
 import tempfile
@@ -22,7 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from fire_exp.environments.base import EnvironmentFailure
+from fire_exp.environments.failure import EnvironmentFailure
 from fire_exp.errors import FireExpError
 from fire_exp.tasks.model import Task, task_digest
 
@@ -281,3 +283,9 @@ def _build(client: Any, task: Task, tag: str, base_image: str, context: Path,
     if exc is not None:
         raise EnvironmentFailure(f"task {task.name}: image build failed: "
                                  f"{type(exc).__name__}: {exc}") from exc
+
+
+def owner_labels() -> dict[str, str]:
+    """Labels naming the process that owns a container (``fire-exp cleanup`` checks it)."""
+    return {LABEL: "1", f"{LABEL}.owner-host": socket.gethostname(),
+            f"{LABEL}.owner-pid": str(os.getpid())}

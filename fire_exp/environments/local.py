@@ -18,6 +18,7 @@ it. After the verifier, every process the attempt started is killed by process i
 
 from __future__ import annotations
 
+import getpass
 import json
 import os
 import shutil
@@ -25,30 +26,31 @@ import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from fire_exp.environments import session_host
+from fire_exp.environments.archives import extract_into, tar_path
 from fire_exp.environments.base import (
     BoxPaths,
+    Capability,
     Environment,
     EnvironmentFailure,
     ExecResult,
     SessionEnd,
-    VerifierResult,
+    Stream,
 )
-from fire_exp.environments.redaction import redact_text, redact_tree, secret_values
-from fire_exp.environments.reward import read_reward_dir
-from fire_exp.records import Cause
 from fire_exp.tasks.model import Task
 
 # Variables of the user's environment that commands may see; everything else (API keys
 # among it) stays out of the agent's box.
 _PASSED_VARS = ("PATH", "HOME", "LANG", "LC_ALL", "TZ", "TMPDIR", "USER")
 _SETUP_TIMEOUT = 120.0
+_POLL_S = 0.02
 _PR_SET_DUMPABLE = 4
 
 
@@ -105,21 +107,23 @@ class LocalEnvironment(Environment):
     """A working folder and process sessions on this machine (not a sandbox)."""
 
     name = "local"
+    capabilities = frozenset({Capability.SERVICES, Capability.HOST_HOOKS})
 
     def __init__(self, task: Task, attempt_dir: Path, attempt_id: str,
                  keep_workdir: bool = False) -> None:
         super().__init__(task, attempt_dir, attempt_id)
         self.keep_workdir = keep_workdir
         self.marker = f"{attempt_id.replace('/', '.')}.{os.getpid()}.{id(self):x}"
-        self.box = attempt_dir / "box"
+        self.box = self.files.box
         self.port = 0
         self._host: subprocess.Popen[str] | None = None
         self._lock = threading.Lock()
 
     @property
     def paths(self) -> BoxPaths:
-        return BoxPaths(workdir=str(self.box / "work"), logs=str(self.attempt_dir / "logs"),
-                        tests=str(self.box / "tests"), solution=str(self.box / "solution"))
+        return BoxPaths(workdir=str(self.box / "work"), logs=str(self.files.logs),
+                        tests=str(self.box / "tests"), solution=str(self.box / "solution"),
+                        agent=str(self.files.hooks))
 
     def env(self) -> dict[str, str]:
         """The environment every command of the attempt gets."""
@@ -133,13 +137,12 @@ class LocalEnvironment(Environment):
     def start(self) -> None:
         _hide_environ()
         p = self.paths
-        for folder in (p.workdir, Path(p.logs) / "agent", Path(p.logs) / "verifier"):
-            Path(folder).mkdir(parents=True, exist_ok=True)
+        for folder in (Path(p.workdir), self.files.agent_logs, self.files.verifier_logs):
+            folder.mkdir(parents=True, exist_ok=True)
         self.port = free_port()
         self._run_setup()
         self._host = subprocess.Popen(
-            [sys.executable, session_host.__file__, self.marker,
-             str(Path(p.logs) / "agent" / "terminal.log")],
+            [sys.executable, session_host.__file__, self.marker, str(self.files.terminal_log)],
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, cwd=p.workdir,
             env=self.env(), start_new_session=True)
 
@@ -156,7 +159,7 @@ class LocalEnvironment(Environment):
         setup = self.task.setup_script
         if setup is None:
             return
-        log = Path(self.paths.logs) / "setup.log"
+        log = self.files.setup_log
         try:
             with open(log, "wb") as fh:
                 proc = subprocess.run(["bash", str(setup)], cwd=setup.parent, env=self.env(),
@@ -168,11 +171,6 @@ class LocalEnvironment(Environment):
             tail = log.read_text(errors="replace")[-400:]
             raise EnvironmentFailure(
                 f"task {self.task.name}: setup.sh exited {proc.returncode}: {tail}")
-
-    def upload(self, src: Path, dest: str) -> None:
-        shutil.copytree(src, dest, dirs_exist_ok=True)
-        for path in Path(dest).rglob("*.sh"):
-            path.chmod(path.stat().st_mode | 0o111)
 
     def _request(self, req: dict[str, Any]) -> dict[str, Any]:
         host = self._host
@@ -188,13 +186,16 @@ class LocalEnvironment(Environment):
         reply: dict[str, Any] = json.loads(line)
         return reply
 
-    def exec(self, command: str, timeout: float) -> ExecResult:
-        reply = self._request({"op": "exec", "command": command, "timeout": timeout,
-                               "cwd": self.paths.workdir, "env": self.env()})
-        secrets = secret_values()
+    def exec(self, command: str, timeout: float, *, env: Mapping[str, str] | None = None
+             ) -> ExecResult:
+        req: dict[str, Any] = {"op": "exec", "command": command, "timeout": timeout,
+                               "cwd": self.paths.workdir, "env": self.env()}
+        if env:
+            req["env_extra"] = dict(env)
+        reply = self._request(req)
         return ExecResult(exit_code=reply["exit_code"],
-                          stdout=redact_text(reply["stdout"], secrets),
-                          stderr=redact_text(reply["stderr"], secrets),
+                          stdout=self.redactor.text(reply["stdout"]),
+                          stderr=self.redactor.text(reply["stderr"]),
                           timed_out=reply["timed_out"], duration_s=reply["duration_s"])
 
     def end_agent_session(self) -> SessionEnd:
@@ -203,36 +204,40 @@ class LocalEnvironment(Environment):
         reply = self._request({"op": "hangup", "grace": 0.3})
         self._host.wait(timeout=10)
         self._host = None
-        redact_tree(Path(self.paths.logs))
+        self.redactor.tree(self.files.logs)
         return SessionEnd(hung_up=reply["hung_up"], killed=reply["killed"],
                           survivors=reply["survivors"])
 
-    def run_verifier(self) -> VerifierResult:
-        p = self.paths
-        verifier_dir = Path(p.logs) / "verifier"
-        for name in ("reward.txt", "reward.json"):
-            (verifier_dir / name).unlink(missing_ok=True)
-        self.upload(self.task.tests_dir, p.tests)
-        env = self.env() | self.task.verifier.env
-        out_path = verifier_dir / "test-stdout.txt"
+    def run(self, command: str, timeout: float, *, env: Mapping[str, str] | None = None,
+            cwd: str | None = None, user: str | None = None,
+            stream: Stream | None = None) -> ExecResult:
+        if user is not None and user != getpass.getuser():
+            raise EnvironmentFailure(f"environment=local runs every command as "
+                                     f"{getpass.getuser()}, not {user}")
         start = time.monotonic()
-        with open(out_path, "wb") as fh:
-            proc = subprocess.Popen(["bash", str(Path(p.tests) / "test.sh")], cwd=p.workdir,
-                                    env=env, stdout=fh, stderr=subprocess.STDOUT,
+        # Files, not pipes: a command that leaves a server behind cannot hold the reply.
+        with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
+            proc = subprocess.Popen(["bash", "-c", command], cwd=cwd or self.paths.workdir,
+                                    env=self.env() | dict(env or {}), stdout=out, stderr=err,
                                     stdin=subprocess.DEVNULL, start_new_session=True)
-            try:
-                proc.wait(timeout=self.task.verifier.timeout_sec)
-            except subprocess.TimeoutExpired:
-                os.killpg(proc.pid, signal.SIGKILL)
-                proc.wait()
-                return VerifierResult(reward=None, cause=Cause.VERIFIER_TIMEOUT,
-                                      message="the verifier timed out",
-                                      duration_s=time.monotonic() - start,
-                                      stdout=out_path.read_text(errors="replace")[-4000:])
-        reward, rewards, cause, message = read_reward_dir(verifier_dir)
-        return VerifierResult(reward=reward, rewards=rewards, cause=cause, message=message,
-                              duration_s=time.monotonic() - start,
-                              stdout=out_path.read_text(errors="replace")[-4000:])
+            timed_out = _wait(proc, start + timeout, out, stream, self.redactor.text)
+            texts = [self.redactor.text(_read_all(fh)) for fh in (out, err)]
+        return ExecResult(exit_code=124 if timed_out else int(proc.returncode),
+                          stdout=texts[0], stderr=texts[1], timed_out=timed_out,
+                          duration_s=time.monotonic() - start)
+
+    def upload(self, src: Path, dest: str) -> None:
+        shutil.copytree(src, dest, dirs_exist_ok=True)
+        for path in Path(dest).rglob("*.sh"):
+            path.chmod(path.stat().st_mode | 0o111)
+
+    def put_archive(self, dest: str, data: bytes) -> None:
+        extract_into(data, Path(dest))
+
+    def get_archive(self, src: str) -> bytes:
+        if not Path(src).exists():
+            raise EnvironmentFailure(f"{src} does not exist in the box")
+        return tar_path(Path(src))
 
     def stop(self) -> None:
         try:
@@ -241,8 +246,46 @@ class LocalEnvironment(Environment):
                 self._host.wait(timeout=10)
             self._host = None
             kill_marked(self.marker)
-            redact_tree(Path(self.paths.logs))
+            self.redactor.tree(self.files.logs)
             if not self.keep_workdir:
                 shutil.rmtree(self.box, ignore_errors=True)
         except Exception:  # noqa: BLE001 - stop() must never raise
             pass
+
+
+def _read_all(fh: Any) -> str:
+    fh.seek(0)
+    return bytes(fh.read()).decode("utf-8", "replace")
+
+
+def _wait(proc: subprocess.Popen[bytes], deadline: float, out: Any,
+          stream: Stream | None, redact: Callable[[str], str]) -> bool:
+    """Wait for ``proc`` until ``deadline``, feeding ``stream`` what ``out`` gains; past the
+    deadline kill its process group. Returns whether it timed out."""
+    sent = 0
+
+    def feed() -> None:
+        nonlocal sent
+        if stream is not None:
+            chunk = os.pread(out.fileno(), 1 << 20, sent)
+            if chunk:
+                sent += len(chunk)
+                stream(redact(chunk.decode("utf-8", "replace")))
+
+    while True:
+        try:
+            proc.wait(timeout=min(_POLL_S, max(deadline - time.monotonic(), 0.0))
+                      if stream is not None else max(deadline - time.monotonic(), 0.0))
+            feed()
+            return False
+        except subprocess.TimeoutExpired:
+            feed()
+            if time.monotonic() < deadline:
+                continue
+        try:
+            os.killpg(proc.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        proc.wait()
+        feed()
+        return True

@@ -6,6 +6,11 @@ enough not to be an ordinary word. Command output returned to the agent and ever
 under an attempt's folder pass through the same redaction as the transcript
 (:func:`fire_exp.agents.chat_client.redact`: each secret becomes ``***``).
 
+Each attempt has one :class:`Redactor` (``Environment.redactor``), applied wherever the
+attempt's logs are written: to command output, to what a box hands back, to a CLI's output
+and, at the end, to every file of the attempt. It knows the harness's secrets and the values
+handed to the attempt (a CLI's passed-through key).
+
 Only Docker isolates a hostile model: in the local environment commands run as the user,
 so this keeps secrets out of the record, not out of a determined model's reach.
 """
@@ -17,7 +22,7 @@ import re
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 
-__all__ = ["MASK", "redact_bytes", "redact_text", "redact_tree", "secret_values"]
+__all__ = ["MASK", "Redactor", "redact_bytes", "redact_text", "redact_tree", "secret_values"]
 
 MASK = "***"
 _SECRET_NAME = re.compile(r"KEY|TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIAL", re.IGNORECASE)
@@ -73,3 +78,33 @@ def redact_tree(folder: Path, secrets: Iterable[str] | None = None) -> list[Path
         except OSError:  # a file that vanished or cannot be read is no record of ours
             continue
     return changed
+
+
+class Redactor:
+    """One attempt's redactor: the harness's secrets (read at each use) and the values
+    :meth:`add`-ed to it (a CLI's key).
+
+    >>> r = Redactor()
+    >>> r.add(["tok-0123456789", "short"])
+    >>> r.text("tok-0123456789 and short")
+    '*** and short'
+    """
+
+    def __init__(self) -> None:
+        self._extra: set[str] = set()
+
+    def add(self, values: Iterable[str]) -> None:
+        """Redact ``values`` too (those too short to be secrets are ignored)."""
+        self._extra |= {v for v in values if len(v) >= _MIN_LENGTH}
+
+    def secrets(self) -> list[str]:
+        """Every value redacted, longest first."""
+        return sorted(set(secret_values()) | self._extra, key=len, reverse=True)
+
+    def text(self, text: str) -> str:
+        """``text`` with every secret replaced by ``***``."""
+        return redact_text(text, self.secrets())
+
+    def tree(self, folder: Path) -> list[Path]:
+        """Rewrite every file under ``folder`` that holds a secret; returns those files."""
+        return redact_tree(folder, self.secrets())

@@ -22,6 +22,7 @@ from tomlkit.exceptions import TOMLKitError
 
 from fire_exp.errors import InputError
 from fire_exp.files import read_text
+from fire_exp.policies.hook_settings import CODEX_HOOKS_FEATURE  # the key, in one place
 
 MARK = "# added by fire-exp export-hooks"
 _OURS = re.compile(r"\bhook\s+\w+\s+--portfolio\s.*--state\s.*--cli\s")
@@ -121,8 +122,6 @@ def _json_kind(value: Any) -> str:
             float: "a number", type(None): "null"}.get(type(value), type(value).__name__)
 
 
-# The Codex feature that turns lifecycle hooks on (``codex_hooks`` is its deprecated alias).
-CODEX_HOOKS_FEATURE = "hooks"
 # The line an export appends to config.toml: what it set, and what was there before
 # (``none``: no features table; ``absent``: the table without the key; else the old value
 # as TOML), so ``--remove`` restores exactly that, whatever form the table has.

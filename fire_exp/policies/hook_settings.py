@@ -14,7 +14,7 @@ edits as ``apply_patch``); the other events take no matcher.
 from __future__ import annotations
 
 import shlex
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -27,6 +27,9 @@ TOOL_EVENTS = ("PreToolUse", "PostToolUse")
 MATCHERS = {"claude-code": "Bash|Edit|MultiEdit|Write|NotebookEdit",
             "codex": "Bash|apply_patch"}
 DEFAULT_TIMEOUT_S = 60
+# Codex's feature flag for hooks, as ``[features] hooks = true`` in config.toml: ``hooks`` is
+# the canonical key since codex-cli 0.130 (``codex_hooks`` a deprecated alias that warns).
+CODEX_HOOKS_FEATURE = "hooks"
 
 
 def needed_events(families: Sequence[Family]) -> list[str]:
@@ -54,7 +57,8 @@ def hook_command(prefix: str, event: str, *, portfolio: str, arm: str, state_dir
 def hook_settings(target: str, families: Sequence[Family], *, portfolio: str, arm: str,
                   state_dir: str, prefix: str = "fire-exp", controls: str | None = None,
                   timeout_s: int = DEFAULT_TIMEOUT_S) -> dict[str, Any]:
-    """The settings document for ``target`` (``claude-code`` or ``codex``).
+    """The settings document for ``target`` (``claude-code`` or ``codex``) whose hooks run
+    fire-exp's hook command (``prefix hook EVENT --portfolio ...``).
 
     Raises:
         InputError: an unknown target, or an arm without policies (the baseline runs no
@@ -62,17 +66,23 @@ def hook_settings(target: str, families: Sequence[Family], *, portfolio: str, ar
     """
     if target not in TARGETS:
         raise InputError("--target", target, "unknown CLI", f"use one of {', '.join(TARGETS)}")
-    events = needed_events(families)
-    if not events:
+    if not needed_events(families):
         raise InputError("--arm", arm, "this arm runs no policies, so it needs no hooks",
                          "run the baseline without any hook configuration")
+    return settings_document(families, lambda event: hook_command(
+        prefix, event, portfolio=portfolio, arm=arm, state_dir=state_dir, cli=target,
+        controls=controls), MATCHERS[target], timeout_s)
+
+
+def settings_document(families: Sequence[Family], command: Callable[[str], str], matcher: str,
+                      timeout_s: int = DEFAULT_TIMEOUT_S) -> dict[str, Any]:
+    """The settings document whose hook for each event an arm needs runs ``command(event)``
+    (fire-exp's command, or a hook transport's shim); tool events match ``matcher``."""
     hooks: dict[str, list[dict[str, Any]]] = {}
-    for event in events:
-        handler = {"type": "command", "timeout": timeout_s,
-                   "command": hook_command(prefix, event, portfolio=portfolio, arm=arm,
-                                           state_dir=state_dir, cli=target, controls=controls)}
+    for event in needed_events(families):
+        handler = {"type": "command", "timeout": timeout_s, "command": command(event)}
         group: dict[str, Any] = {"hooks": [handler]}
         if event in TOOL_EVENTS:
-            group = {"matcher": MATCHERS[target]} | group
+            group = {"matcher": matcher} | group
         hooks[event] = [group]
     return {"hooks": hooks}

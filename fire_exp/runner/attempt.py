@@ -15,15 +15,14 @@ import time
 import traceback
 from collections.abc import Sequence
 from dataclasses import dataclass
-from pathlib import Path
 
 import numpy as np
 
 from fire_exp.agents.base import Agent, AgentOutcome, BoxedAgent, ProviderError
 from fire_exp.agents.session import AgentSession, AgentTimeout, AttemptContext
 from fire_exp.arms.place import ArmSetup, compose_instruction, place_files
+from fire_exp.attempt_paths import AttemptPaths
 from fire_exp.environments.base import Environment, EnvironmentFailure, VerifierResult
-from fire_exp.environments.redaction import redact_tree
 from fire_exp.errors import ProtocolError
 from fire_exp.policies.arms import ARM_REGISTRY
 from fire_exp.policies.model import Family, Step
@@ -113,20 +112,19 @@ def code_funnel(trajectory: Sequence[Step], task_text: str, coding: Sequence[Fam
     return CodedFunnel(funnel, per_family, errors)
 
 
-def _write_logs(attempt_dir: Path, session: AgentSession | None, runtime: PolicyRuntime,
+def _write_logs(files: AttemptPaths, session: AgentSession | None, runtime: PolicyRuntime,
                 verifier: VerifierResult | None) -> None:
-    agent_dir = attempt_dir / "logs" / "agent"
-    agent_dir.mkdir(parents=True, exist_ok=True)
+    files.agent_logs.mkdir(parents=True, exist_ok=True)
     if session is not None:
-        with open(agent_dir / "commands.jsonl", "w", encoding="utf-8") as fh:
+        with open(files.commands, "w", encoding="utf-8") as fh:
             for step in session.trajectory:
                 fh.write(json.dumps(step.__dict__) + "\n")
-    with open(agent_dir / "policy-events.jsonl", "w", encoding="utf-8") as fh:
+    with open(files.policy_events, "w", encoding="utf-8") as fh:
         for entry in runtime.log:
             fh.write(json.dumps(entry.to_dict()) + "\n")
     if verifier is not None:
-        (attempt_dir / "logs" / "verifier").mkdir(parents=True, exist_ok=True)
-        (attempt_dir / "logs" / "verifier" / "result.json").write_text(json.dumps(
+        files.verifier_logs.mkdir(parents=True, exist_ok=True)
+        files.verifier_result.write_text(json.dumps(
             {"reward": verifier.reward, "rewards": verifier.rewards,
              "cause": verifier.cause.value if verifier.cause else None,
              "message": verifier.message}, indent=1))
@@ -216,8 +214,8 @@ def run_attempt(spec: AttemptSpec, env: Environment, agent: Agent, arm_families:
     trajectory = session.trajectory if session is not None else []
     coded = code_funnel(trajectory, task.instruction, coding, runtime, passed,
                         policy_arm=context.policy_arm)
-    _write_logs(env.attempt_dir, session, runtime, verifier)
-    redact_tree(env.attempt_dir / "logs")  # every file of the attempt, as the transcript
+    _write_logs(env.files, session, runtime, verifier)
+    env.redactor.tree(env.files.logs)  # every file of the attempt, as the transcript
     usage = outcome.usage if outcome.usage is not None else Usage()
     validity = check_attempt(context.policy_arm, arm_families, runtime.events,
                              agent_ran=session is not None)

@@ -209,4 +209,4 @@ def prepare_environments(panel: Panel, report: Report) -> None:
         agent = factory.make()
         if isinstance(agent, BoxedAgent):  # e.g. an agent CLI installed into every task image
             for environment in environments:
-                agent.prepare_boxes(environment.name, tasks, environment.params)
+                agent.prepare_boxes(environment.backend_class, tasks, environment.params)

@@ -10,6 +10,7 @@ import numpy as np
 
 from fire_exp.agents.base import Agent
 from fire_exp.arms.place import ArmSetup
+from fire_exp.attempt_paths import AttemptPaths
 from fire_exp.environments.base import Environment
 from fire_exp.policies.arms import ArmPolicies
 from fire_exp.policies.model import Family
@@ -72,5 +73,5 @@ def execute(job: AttemptJob, panel: Panel, live: set[Environment] | None = None
     finally:
         if live is not None:
             live.discard(attempt.environment)
-    sync_tree(Path(job.attempt_dir) / "logs")
+    sync_tree(AttemptPaths(Path(job.attempt_dir)).logs)
     return record

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from fire_exp.attempt_paths import AttemptPaths
 from fire_exp.records import AttemptRecord, Cause, Lineage, now_iso
 from fire_exp.runner.build import versions
 from fire_exp.runner.model import AttemptJob, Panel
@@ -21,10 +22,10 @@ def harness_failure(panel: Panel, job: AttemptJob, error: str, *,
     its log folder.
     """
     item = job.item
-    logs = Path(job.attempt_dir) / "logs"
+    files = AttemptPaths(Path(job.attempt_dir))
     try:
-        logs.mkdir(parents=True, exist_ok=True)
-        (logs / "harness-error.txt").write_text(error + "\n", encoding="utf-8")
+        files.logs.mkdir(parents=True, exist_ok=True)
+        files.harness_error.write_text(error + "\n", encoding="utf-8")
     except OSError:
         pass  # the record itself carries the error
     tier = panel.agent.params.get("tier")

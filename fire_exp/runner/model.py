@@ -60,25 +60,26 @@ class EnvironmentFactory:
         return self.backend(task, attempt_dir, attempt_id, **self.params)
 
     @property
-    def _class(self) -> type[Environment] | None:
+    def backend_class(self) -> type[Environment] | None:
+        """The backend's class (its capabilities), when the backend is one."""
         backend = self.backend
         return backend if isinstance(backend, type) and issubclass(backend, Environment) \
             else None
 
     def preflight(self) -> None:
         """Check the backend can run at all (an engine reachable). Raises PreflightError."""
-        if self._class is not None:
-            self._class.preflight(**self.params)
+        if self.backend_class is not None:
+            self.backend_class.preflight(**self.params)
 
     def prepare(self, tasks: Sequence[Task], report: Report) -> None:
         """Build or check what every attempt needs (task images). Raises EnvironmentFailure."""
-        if self._class is not None:
-            self._class.prepare(tasks, report=report, **self.params)
+        if self.backend_class is not None:
+            self.backend_class.prepare(tasks, report=report, **self.params)
 
     def reap_orphans(self, run_dir: Path | None = None) -> int:
         """Remove what attempts of provably dead runs left behind (see
         Environment.reap_orphans); ``run_dir`` is the run whose lock the caller holds."""
-        return self._class.reap_orphans(run_dir) if self._class is not None else 0
+        return self.backend_class.reap_orphans(run_dir) if self.backend_class is not None else 0
 
 
 @dataclass(frozen=True)

@@ -201,8 +201,8 @@ def attempt_detail(record: AttemptRecord, run_dir: Path, task_dir: Path | None,
         m["commands"] = [_clip(c, redact) for c in m["commands"]]
     data["timeline"] = interleave(steps, messages)
     data["log_problems"] = bad_c + bad_e
-    data["verifier"] = {name: _read_text(files.verifier / name, redact)
-                        for name in ("test-stdout.txt", "result.json", "reward.txt")}
+    data["verifier"] = {path.name: _read_text(path, redact) for path in
+                        (files.test_stdout, files.verifier_result, files.reward_txt)}
     data["setup_log"] = _read_text(files.setup_log, redact)
     data["log_files"] = sorted(str(p.relative_to(files.logs)) for p in files.logs.rglob("*")
                                if p.is_file())

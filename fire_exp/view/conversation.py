@@ -3,8 +3,8 @@
 Three shapes, one result. ``agent=openai`` and the simulated agent write
 ``transcript.jsonl`` in Chat Completions shapes (``system``, ``user``, ``assistant`` with
 ``tool_calls``, ``tool`` results, ``harness`` events); Claude Code prints ``stream-json``
-and Codex ``--json`` into ``cli-stdout.jsonl`` (the formats ``fire_exp.agents.
-cli_transcripts`` parses for commands). Each becomes a list of messages; a message that
+and Codex ``--json`` into ``cli-stdout.jsonl`` (the formats the dialects in
+``fire_exp.agents.coding_agents`` parse for commands). Each becomes a list of messages; a message that
 made the session act says how many commands (``actions``, in the command log's order) or
 whether the agent stopped (``stop``), which is how ``attempt.interleave`` puts the
 conversation and the command log in the order things happened.

@@ -15,8 +15,13 @@ from pathlib import Path
 
 import pytest
 
-from fire_exp.agents.cli_agents import ClaudeCodeAgent, CodexAgent, bridge_target
-from fire_exp.agents.cli_transcripts import parse_claude_stream, parse_codex_json
+from fire_exp.agents.coding_agents import (
+    ClaudeCodeAgent,
+    CodexAgent,
+    bridge_target,
+    parse_claude_stream,
+    parse_codex_json,
+)
 from fire_exp.paths import SUITES_DIR
 from fire_exp.policies import ARMS, Event, PolicyRuntime, build_arm, load_portfolio
 from fire_exp.policies.hooks import load_arm_families
@@ -213,7 +218,7 @@ def test_codex_cost_uses_the_configured_model_and_the_cached_rate(
     prices = {"gpt-5.1-codex": {"input": 1.25, "cached_input": 0.125, "output": 10.0}}
     agent = CodexAgent(prices=prices)
     transcript = parse_codex_json(lines("codex-exec-json-docs__command-file-change-usage.jsonl"))
-    usage = agent._usage(transcript)
+    usage = agent.usage(transcript)
     assert usage.model == "gpt-5.1-codex" and usage.cached_input_tokens == 24448
     expected = ((24763 - 24448) * 1.25 + 24448 * 0.125 + 122 * 10.0) / 1e6
     assert usage.cost_usd == pytest.approx(expected) and usage.cost_usd > 0

@@ -19,17 +19,18 @@ from typing import Any
 
 import pytest
 
-from fire_exp.agents.cli_agents import ClaudeCodeAgent
-from fire_exp.agents.cli_container import SHIM, shim_settings
-from fire_exp.agents.cli_install import InstallSpec
-from fire_exp.agents.cli_network import EgressProxy, parse_endpoint
+from fire_exp.agents.coding_agents import ClaudeCodeAgent
+from fire_exp.environments.agent_install import InstallSpec
+from fire_exp.environments.docker_install import mounts
+from fire_exp.environments.egress import EgressProxy, parse_endpoint
+from fire_exp.environments.hook_transport import SHIM, HookServer, RelayHooks, script
 from fire_exp.errors import InputError
 from fire_exp.policies import build_arm, load_portfolio
-from fire_exp.policies.hook_server import HookAnswerer, HookServer
+from fire_exp.policies.hook_answerer import HookAnswerer
+from fire_exp.policies.hook_settings import MATCHERS, settings_document
 from fire_exp.policies.hook_store import read_activity
 
 ROOT = Path(__file__).resolve().parents[2]
-SCRIPTS = ROOT / "fire_exp" / "environments"
 FAKE_CLI = ROOT / "tests" / "fixtures" / "cli_container" / "fake_cli.py"
 KEY = "sk-fake-fireexp-h16-Zq81LmWx0Pa"
 # What the shim may use: POSIX sh and coreutils, nothing else (no python3, no socat).
@@ -52,7 +53,7 @@ class Relay:
 
     def __init__(self, spool: Path, answer: Any) -> None:
         self.spool = spool
-        self.proc = subprocess.Popen(["bash", str(SCRIPTS / "hook_relay.sh"), str(spool)],
+        self.proc = subprocess.Popen(["bash", str(script("hook_relay.sh")), str(spool)],
                                      stdin=subprocess.PIPE, stdout=subprocess.PIPE)
         out, inp = self.proc.stdout, self.proc.stdin
         assert out is not None and inp is not None
@@ -68,7 +69,7 @@ class Relay:
              ) -> subprocess.CompletedProcess[bytes]:
         path = str(bindir) if bindir else os.environ["PATH"]
         shell = str(bindir / "sh") if bindir else "sh"
-        return subprocess.run([shell, str(SCRIPTS / "hook_shim.sh"), event], input=payload,
+        return subprocess.run([shell, str(script("hook_shim.sh")), event], input=payload,
                               capture_output=True, timeout=30,
                               env={"PATH": path, "FIRE_HOOK_SPOOL": str(self.spool)})
 
@@ -153,11 +154,13 @@ def test_a_portfolio_that_fails_to_load_answers_nothing_and_is_logged(tmp_path: 
 
 def test_the_settings_point_every_hook_at_the_shim() -> None:
     real = build_arm("real", load_portfolio("fire-core"), load_portfolio("controls"))
-    settings = shim_settings(list(real.families), 30)
+    settings = settings_document(list(real.families), RelayHooks.command_for,
+                                 MATCHERS["claude-code"], 30)
     commands = [h["command"] for groups in settings["hooks"].values() for g in groups
                 for h in g["hooks"]]
     assert commands and all(c.startswith(f"{SHIM} ") for c in commands)
-    assert settings["hooks"]["PreToolUse"][0]["matcher"] == "Bash"
+    # The same matchers as on the host: one settings builder for every transport.
+    assert settings["hooks"]["PreToolUse"][0]["matcher"] == MATCHERS["claude-code"]
     assert "--portfolio" not in json.dumps(settings)  # nothing of the policies goes in
 
 
@@ -178,7 +181,7 @@ def test_install_spec_digest_and_mount() -> None:
     spec = InstallSpec.from_config({"host_binary": str(FAKE_CLI)}, "x")
     assert spec.method == "host_binary"
     assert spec.binary_in_box("claude") == "/opt/fire-exp/cli/fake_cli.py"
-    assert spec.volumes() == {str(FAKE_CLI): {"bind": "/opt/fire-exp/cli/fake_cli.py",
+    assert mounts(spec) == {str(FAKE_CLI): {"bind": "/opt/fire-exp/cli/fake_cli.py",
                                               "mode": "ro"}}
     a = InstallSpec.from_config({"script": "npm i -g @openai/codex@0.101.0"}, "x")
     b = InstallSpec.from_config({"script": "npm i -g @openai/codex@0.102.0"}, "x")

@@ -24,18 +24,18 @@ import numpy as np
 import pytest
 import requests
 
-from fire_exp.agents.cli_agents import ClaudeCodeAgent, CodexAgent
-from fire_exp.agents.cli_install import prepare_cli_image
-from fire_exp.agents.cli_network import ensure_egress_network, gateway_of
+from fire_exp.agents.coding_agents import ClaudeCodeAgent, CodexAgent
 from fire_exp.agents.openai import OpenAIAgent
-from fire_exp.agents.testing_server import ScriptedServer, solution_responder
 from fire_exp.environments.docker import DockerEnvironment
+from fire_exp.environments.docker_install import prepare_cli_image
+from fire_exp.environments.egress import ensure_egress_network, gateway_of
 from fire_exp.environments.images import BASE_IMAGE, LABEL
 from fire_exp.paths import SUITES_DIR
 from fire_exp.policies import build_arm, load_portfolio
 from fire_exp.records import AttemptRecord, record_to_line
 from fire_exp.runner.attempt import AttemptSpec, run_attempt
 from fire_exp.tasks.loader import load_task
+from tests.agents.scripted_server import ScriptedServer, solution_responder
 from tests.environments.helpers import make_task
 from tests.signals import popen_interruptible
 
@@ -171,7 +171,7 @@ def test_a_script_install_is_made_once_per_task_image_and_holds_no_key(
         task_image = next(t for t in engine.images.list(
             filters={"label": [f"{LABEL}.kind=cli", f"{LABEL}.agent=h16test-claude"]}))
         again = prepare_cli_image(engine, "h16test-claude",
-                                  task_image.labels[f"{LABEL}.from"], agent.install)
+                                  task_image.labels[f"{LABEL}.from"], agent.install.spec)
         # Cached: the same image, not a rebuild (a rebuild would carry a new id).
         assert again in task_image.tags and engine.images.get(again).id == task_image.id
         config = task_image.attrs["Config"]
@@ -290,7 +290,8 @@ def _wait_for_sleep(client: Any, proc: subprocess.Popen[str]) -> Any:
         try:
             for c in client.containers.list(ignore_removed=True, filters={
                     "label": f"{LABEL}.owner-pid={proc.pid}"}):
-                top = " ".join(" ".join(p) for p in c.top()["Processes"])
+                # A container that is starting or exiting (the preflight's probe) lists none.
+                top = " ".join(" ".join(p) for p in c.top().get("Processes") or [])
                 if "sleep 120" in top and "hook_relay.sh" in top:
                     return c
         except docker.errors.APIError:  # the container went away between list and top

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from fire_exp.agents.testing_server import ScriptedServer, solution_responder
 from fire_exp.records import read_records
+from tests.agents.scripted_server import ScriptedServer, solution_responder
 
 ROOT = Path(__file__).resolve().parents[2]
 KEY = "sk-demo-fireexp-Hq93LxVb27Tn"

@@ -9,7 +9,9 @@ import pytest
 
 from fire_exp.agents.openai import OpenAIAgent
 from fire_exp.agents.session import MAX_STOP_ROUNDS
-from fire_exp.agents.testing_server import (
+from fire_exp.records import Cause, record_to_line
+from tests.agents.agent_support import FAKE_KEY, KEY_ENV, RunFn, task_copy
+from tests.agents.scripted_server import (
     ScriptedServer,
     error,
     malformed,
@@ -17,8 +19,6 @@ from fire_exp.agents.testing_server import (
     text,
     tool_call,
 )
-from fire_exp.records import Cause, record_to_line
-from tests.agents.agent_support import FAKE_KEY, KEY_ENV, RunFn, task_copy
 
 PRICES = {"scripted-model-1": {"input": 1.0, "output": 2.0}}
 

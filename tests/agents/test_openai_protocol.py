@@ -13,7 +13,10 @@ from typing import Any
 
 import pytest
 
-from fire_exp.agents.testing_server import (
+from fire_exp.errors import PreflightError, ProtocolError
+from fire_exp.records import Cause
+from tests.agents.agent_support import KEY_ENV, RunFn
+from tests.agents.scripted_server import (
     ScriptedServer,
     completion,
     cut_off,
@@ -22,9 +25,6 @@ from fire_exp.agents.testing_server import (
     text,
     tool_call,
 )
-from fire_exp.errors import PreflightError, ProtocolError
-from fire_exp.records import Cause
-from tests.agents.agent_support import KEY_ENV, RunFn
 from tests.agents.test_openai import agent_for
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from fire_exp.agents.cli_transcripts import parse_claude_stream, parse_codex_json
+from fire_exp.agents.coding_agents import parse_claude_stream, parse_codex_json
 from fire_exp.policies.hooks import HookBridge, load_arm_families, parse_payload
 from fire_exp.policies.model import Step
 from fire_exp.policies.tool_payloads import patch_paths

@@ -109,7 +109,7 @@ _PANEL = ("panel=demo", "panel.attempts=1", "panel.arms=[real,sham,baseline]",
 
 def _openai_reply(body: dict[str, Any], n: int) -> dict[str, Any]:
     """A model that talks (a long message holding SECRET), errs once, runs two commands, stops."""
-    from fire_exp.agents.testing_server import completion, text, tool_call
+    from tests.agents.scripted_server import completion, text, tool_call
 
     k = sum(m["role"] == "assistant" for m in body["messages"])
     if k == 0:
@@ -140,7 +140,7 @@ def _say_first(log: Path, agent: str) -> None:
 @pytest.fixture(scope="session")
 def agent_runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     """A run folder per agent: ``openai``, ``claude-code``, ``codex``."""
-    from fire_exp.agents.testing_server import ScriptedServer
+    from tests.agents.scripted_server import ScriptedServer
 
     results = tmp_path_factory.mktemp("view-agents")
     runs: dict[str, Path] = {}

@@ -1,4 +1,5 @@
-"""The network of a CLI in a container: the model endpoint, and otherwise what the task allows.
+"""Egress control (``EGRESS_ALLOWLIST``): a CLI in a container reaches its model endpoint,
+and otherwise what the task allows.
 
 - A task with ``network_mode = "public"`` keeps its network: the CLI and the agent's
   commands reach everything (no allow-list is applied there).
@@ -26,7 +27,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from fire_exp.environments.base import EnvironmentFailure
+from fire_exp.environments.failure import EnvironmentFailure
 from fire_exp.environments.images import LABEL
 
 EGRESS_NETWORK = "fire-exp-egress"
@@ -143,7 +144,17 @@ class EgressProxy:
         with self._lock, open(self.log_path, "a", encoding="utf-8") as fh:
             fh.write(json.dumps(line) + "\n")
 
+    @property
+    def variables(self) -> dict[str, str]:
+        """The variables that route a process's HTTPS through this proxy."""
+        local = "localhost,127.0.0.1"
+        return {"HTTPS_PROXY": self.address, "https_proxy": self.address,
+                "NO_PROXY": local, "no_proxy": local}
+
     def close(self) -> None:
         """Stop accepting and end open tunnels."""
         self._stop.set()
         self._server.close()
+
+
+Egress = EgressProxy  # what Environment.open_egress hands out

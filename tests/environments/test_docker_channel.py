@@ -12,13 +12,9 @@ from pathlib import Path
 
 import pytest
 
+from fire_exp.environments.archives import extract_archive, tar_directory, tar_file
 from fire_exp.environments.base import EnvironmentFailure
-from fire_exp.environments.docker_session import (
-    SessionChannel,
-    extract_archive,
-    tar_directory,
-    tar_file,
-)
+from fire_exp.environments.docker_channel import ExecChannel
 
 
 def frame(stream: int, data: bytes) -> bytes:
@@ -38,7 +34,7 @@ def test_a_reply_split_over_frames_between_stderr(pair: tuple[socket.socket, soc
     ours, engine = pair
     reply = json.dumps({"exit_code": 0}).encode() + b"\n"
     engine.sendall(frame(1, reply[:5]) + frame(2, b"warning\n") + frame(1, reply[5:]))
-    channel = SessionChannel(ours)
+    channel = ExecChannel(ours)
     assert channel.request({"op": "ping"}, 5) == {"exit_code": 0}
     assert json.loads(engine.recv(100)) == {"op": "ping"}
     assert bytes(channel.stderr) == b"warning\n"
@@ -47,7 +43,7 @@ def test_a_reply_split_over_frames_between_stderr(pair: tuple[socket.socket, soc
 def test_two_replies_in_one_frame(pair: tuple[socket.socket, socket.socket]) -> None:
     ours, engine = pair
     engine.sendall(frame(1, b'{"n": 1}\n{"n": 2}\n'))
-    channel = SessionChannel(ours)
+    channel = ExecChannel(ours)
     assert channel.request({}, 5) == {"n": 1} and channel.request({}, 5) == {"n": 2}
 
 
@@ -56,14 +52,14 @@ def test_end_of_stream_is_a_dead_session(pair: tuple[socket.socket, socket.socke
     engine.sendall(frame(2, b"Traceback: boom\n"))
     engine.shutdown(socket.SHUT_WR)
     with pytest.raises(EnvironmentFailure, match="session died.*boom"):
-        SessionChannel(ours).request({}, 5)
+        ExecChannel(ours).request({}, 5)
 
 
 def test_engine_error_text_is_a_failure(pair: tuple[socket.socket, socket.socket]) -> None:
     ours, engine = pair
     engine.sendall(frame(1, b"OCI runtime exec failed: no such container\r\n"))
     with pytest.raises(EnvironmentFailure, match="OCI runtime exec failed"):
-        SessionChannel(ours).request({}, 5)
+        ExecChannel(ours).request({}, 5)
 
 
 def test_cancel_ends_the_wait(pair: tuple[socket.socket, socket.socket]) -> None:
@@ -71,13 +67,13 @@ def test_cancel_ends_the_wait(pair: tuple[socket.socket, socket.socket]) -> None
     cancelled = threading.Event()
     threading.Timer(0.3, cancelled.set).start()
     with pytest.raises(EnvironmentFailure, match="cancelled"):
-        SessionChannel(ours, cancelled).request({}, 60)
+        ExecChannel(ours, cancelled).request({}, 60)
 
 
 def test_silence_past_the_deadline(pair: tuple[socket.socket, socket.socket]) -> None:
     ours, _ = pair
     with pytest.raises(EnvironmentFailure, match="stopped answering"):
-        SessionChannel(ours).request({}, 0.3)
+        ExecChannel(ours).request({}, 0.3)
 
 
 def test_tar_directory_lands_under_dest_with_executable_scripts(tmp_path: Path) -> None:

@@ -1,4 +1,4 @@
-"""Talking to the agent's session host inside a container, and moving files in and out.
+"""The line channel to a process inside a container, over the hijacked socket of its exec.
 
 The session host (``session_host.py``) runs in the container as the process of one
 ``docker exec`` whose stdin stays attached: the exec's hijacked socket carries one JSON
@@ -9,24 +9,22 @@ means one round trip per command, with no process started on the host.
 
 from __future__ import annotations
 
-import io
 import json
 import socket
-import tarfile
 import threading
 import time
-from pathlib import Path
 from typing import Any
 
-from fire_exp.environments.base import EnvironmentFailure
+from fire_exp.environments.failure import EnvironmentFailure
 
 _HEADER = 8
 _STDOUT = 1
 _POLL = 0.25  # seconds between looks at the cancel flag while waiting for a reply
 
 
-class SessionChannel:
-    """The hijacked exec socket of the session host, as a line-per-request channel.
+class ExecChannel:
+    """The hijacked socket of one ``docker exec`` (the session host, the hook relay), as a
+    line channel.
 
     Args:
         sock: what ``APIClient.exec_start(..., socket=True)`` returned.
@@ -102,57 +100,3 @@ class SessionChannel:
                 closer.close()
             except Exception:  # noqa: BLE001, S110 - closing a dead socket is fine
                 pass
-
-
-def tar_directory(src: Path, dest: str, executable_suffixes: tuple[str, ...] = (".sh",)
-                  ) -> bytes:
-    """A tar of ``src`` whose members land under ``dest`` when extracted at ``/``.
-
-    Every parent folder of ``dest`` is in the archive, so ``put_archive(container, "/")``
-    needs no ``mkdir`` first; ``*.sh`` files become executable (``chmod +x``).
-    """
-    buf = io.BytesIO()
-    root = dest.strip("/")
-    with tarfile.open(fileobj=buf, mode="w") as tar:
-        parts = root.split("/")
-        for i in range(1, len(parts) + 1):
-            info = tarfile.TarInfo("/".join(parts[:i]))
-            info.type, info.mode, info.mtime = tarfile.DIRTYPE, 0o755, int(time.time())
-            tar.addfile(info)
-        for path in sorted(src.rglob("*")):
-            if "__pycache__" in path.parts:
-                continue
-            info = tar.gettarinfo(str(path), arcname=f"{root}/{path.relative_to(src).as_posix()}")
-            info.uid = info.gid = 0
-            info.uname = info.gname = "root"
-            if path.suffix in executable_suffixes:
-                info.mode |= 0o111
-            if path.is_file():
-                with open(path, "rb") as fh:
-                    tar.addfile(info, fh)
-            else:
-                tar.addfile(info)
-    return buf.getvalue()
-
-
-def tar_file(data: bytes, dest: str, mode: int = 0o644) -> bytes:
-    """A tar with one file at ``dest`` (and its parent folders)."""
-    buf = io.BytesIO()
-    parts = dest.strip("/").split("/")
-    with tarfile.open(fileobj=buf, mode="w") as tar:
-        for i in range(1, len(parts)):
-            info = tarfile.TarInfo("/".join(parts[:i]))
-            info.type, info.mode = tarfile.DIRTYPE, 0o755
-            tar.addfile(info)
-        info = tarfile.TarInfo("/".join(parts))
-        info.size, info.mode, info.mtime = len(data), mode, int(time.time())
-        tar.addfile(info, io.BytesIO(data))
-    return buf.getvalue()
-
-
-def extract_archive(chunks: Any, dest: Path) -> None:
-    """Extract what ``container.get_archive`` streamed into ``dest`` (safe members only)."""
-    buf = io.BytesIO(b"".join(chunks))
-    dest.mkdir(parents=True, exist_ok=True)
-    with tarfile.open(fileobj=buf, mode="r") as tar:
-        tar.extractall(dest, filter="data")

@@ -9,7 +9,7 @@ the task's ``solution/solve.sh`` as one ``bash`` call and then stopping.
 
 Run it standalone for ``agent=openai`` without a provider::
 
-    python -m fire_exp.agents.testing_server --port 8765
+    python -m tests.agents.scripted_server --port 8765
     fire-exp run panel=demo agent=openai agent.base_url=http://127.0.0.1:8765/v1
 """
 
@@ -246,7 +246,7 @@ class ScriptedServer:
 
 def main(argv: list[str] | None = None) -> int:
     """Serve :func:`solution_responder` until interrupted; prints the base URL."""
-    parser = argparse.ArgumentParser(prog="python -m fire_exp.agents.testing_server")
+    parser = argparse.ArgumentParser(prog="python -m tests.agents.scripted_server")
     parser.add_argument("--port", type=int, default=0)
     args = parser.parse_args(argv)
     server = ScriptedServer(solution_responder(), port=args.port)

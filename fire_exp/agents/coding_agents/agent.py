@@ -1,0 +1,333 @@
+"""A coding-agent CLI as an agent: any dialect, run through the environment contract.
+
+A CLI runs its own tools, so its commands do not pass through ``session.bash``: the arm's
+policies reach it through its hooks instead (reference/hooks.md). Per attempt the agent
+
+1. checks that the CLI is in the box (``command -v``), and asks the box for a hook
+   transport (``Environment.hook_transport``: fire-exp's own command on this machine, or a
+   shim and a relay into a container) unless the arm runs no policies — a baseline attempt
+   has no hook configuration at all;
+2. writes the dialect's files (hook settings whose commands are the transport's, its
+   configuration) into the box's agent folder, and a copy of the settings to
+   ``ATTEMPT/hooks``;
+3. runs the dialect's command line as one command of the agent's session, under the
+   task's agent timeout, with the passed-through keys for that command only and, where
+   the box gates egress, the proxy's variables; its output goes to files in the box;
+4. brings the output home redacted, reads it back (commands, tokens, cost, model) into the
+   session's command log, and the hook activity log into the session's policy runtime,
+   so the record's ``events`` counts the hook events that really ran. A policy attempt
+   with no ``PreToolUse`` hook event, or a policy load error, is reported in the
+   outcome's ``error`` for the validity guard.
+
+Which box: any environment. Installing the CLI (``INSTALL_AGENT``) and egress control
+(``EGRESS_ALLOWLIST``) are the box's capabilities; where the box has neither (the local
+environment) the CLI must be on this machine's PATH.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shlex
+import shutil
+import subprocess
+import sys
+from collections import Counter
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, cast, get_args
+
+import numpy as np
+
+import fire_exp
+from fire_exp.agents.base import AgentOutcome, ProviderError
+from fire_exp.agents.coding_agents.dialect import CliDialect, CliTranscript
+from fire_exp.agents.session import AgentSession, AttemptContext
+from fire_exp.agents.transcript import price_tokens
+from fire_exp.attempt_paths import AttemptPaths
+from fire_exp.environments.agent_install import AgentInstall, InstallSpec
+from fire_exp.environments.base import Capability, Environment, EnvironmentFailure
+from fire_exp.environments.hook_transport import HookEndpoint, HookTransport
+from fire_exp.errors import PreflightError
+from fire_exp.policies.hook_answerer import HookAnswerer
+from fire_exp.policies.hook_settings import hook_command, settings_document
+from fire_exp.policies.hook_store import ActivitySummary, read_activity
+from fire_exp.policies.hooks import Cli
+from fire_exp.policies.model import Step
+from fire_exp.records import Cause, Usage
+from fire_exp.tasks.model import Task
+
+_PACKAGE_PARENT = str(Path(fire_exp.__file__).resolve().parent.parent)
+_KEPT = 4000
+_CHECK_S = 30.0
+
+
+@dataclass(frozen=True)
+class BridgeTarget:
+    """What the hook bridge loads: a portfolio folder, an arm, the control folder."""
+
+    portfolio: str
+    arm: str
+    controls: str | None = None
+
+
+def bridge_target(context: AttemptContext) -> BridgeTarget | None:
+    """The portfolio and arm the bridge rebuilds (None: a non-policy arm runs no hooks)."""
+    if not context.policy_arm:
+        return None
+    if context.portfolio is None:
+        raise EnvironmentFailure(f"attempt {context.attempt_id}: the arm's portfolio folder "
+                                 "is unknown, so its hooks cannot be installed")
+    return BridgeTarget(portfolio=context.portfolio, arm=context.policies or context.arm,
+                        controls=context.controls)
+
+
+def _protocol(name: str) -> Cli:
+    if name not in get_args(Cli):
+        raise EnvironmentFailure(f"hook protocol {name!r} is not one fire-exp answers: use "
+                                 f"one of {', '.join(get_args(Cli))}")
+    return cast(Cli, name)
+
+
+def hook_warning(summary: ActivitySummary, target: BridgeTarget | None) -> str | None:
+    """What the validity guard needs to know about the hooks of this attempt."""
+    if target is None:
+        return None
+    if summary.load_errors:
+        return f"hooks: {summary.load_errors} policy load error(s): {summary.errors[0]}"
+    if not summary.by_event.get("PreToolUse"):
+        return "hooks never ran: no PreToolUse hook event in a policy arm"
+    return None
+
+
+class CodingCliAgent:
+    """A coding-agent CLI driven headless, with the arm's policies wired in as hooks.
+
+    A subclass names the agent and its :attr:`dialect` (``ClaudeCodeAgent``, ``CodexAgent``).
+
+    Args:
+        binary: the executable (a name on PATH or a path; None: the dialect's usual name).
+        model: the model to ask for (None: the CLI's default).
+        args: further command-line arguments.
+        env_passthrough: names of this process's variables the CLI gets (its key); every
+            other variable stays out.
+        prices: USD per 1M tokens per model, used only when the CLI reports no cost.
+        hook_timeout_s: the timeout of each hook.
+        tier: the agent's tier label in the record.
+        install: how the CLI gets into a box that installs agents (docs/agents.md).
+        egress: ``host:port`` endpoints the CLI may reach where the box gates egress.
+    """
+
+    name = "coding-cli"
+    dialect: CliDialect
+
+    def __init__(self, binary: str | None = None, model: str | None = None,
+                 args: Sequence[str] = (), env_passthrough: Sequence[str] = (),
+                 prices: dict[str, dict[str, float]] | None = None, hook_timeout_s: int = 60,
+                 tier: str | None = None, install: dict[str, Any] | None = None,
+                 egress: Sequence[str] = ()) -> None:
+        self.binary = binary or self.dialect.default_binary
+        self.model, self.args = model, list(args)
+        self.env_passthrough = list(env_passthrough)
+        self.prices = dict(prices or {})
+        self.hook_timeout_s = hook_timeout_s
+        self.tier = tier
+        self.version = ""  # the CLI's --version, once preflight() ran
+        self.install = AgentInstall(self.name, self.binary, InstallSpec.from_config(
+            install, f"configs/agent/{self.name}.yaml"))
+        self.egress = list(egress)
+
+    # before the panel, before the box ------------------------------------------------
+
+    def preflight(self, environment: str = "local") -> None:
+        """Before the panel: where the CLI runs on this machine (``environment=local``) it
+        must be on PATH and answer ``--version``; a box that installs agents tries it in
+        every task's image instead (:meth:`prepare_boxes`).
+
+        Raises:
+            PreflightError: the executable is missing or broken; the message says how to
+                install it, point ``agent.binary`` at it, or run it in the container.
+        """
+        if environment != "local":
+            return
+        install = (f"install it ({self.dialect.install_hint}), point agent.binary at it "
+                   f"(e.g. `fire-exp run agent={self.name} agent.binary=/path/to/"
+                   f"{self.dialect.default_binary}`), or run it in the task's container "
+                   "with environment=docker")
+        found = shutil.which(self.binary)
+        if found is None:
+            raise PreflightError(f"agent={self.name}: the `{self.binary}` executable was not "
+                                 "found on PATH", install)
+        try:
+            proc = subprocess.run([found, "--version"], capture_output=True, text=True,
+                                  timeout=_CHECK_S, stdin=subprocess.DEVNULL)
+        except (OSError, subprocess.TimeoutExpired) as exc:
+            raise PreflightError(f"agent={self.name}: `{found} --version` failed: {exc}",
+                                 install) from None
+        if proc.returncode != 0:
+            detail = ((proc.stderr or proc.stdout).strip().splitlines() or [""])[-1][:200]
+            raise PreflightError(f"agent={self.name}: `{found} --version` exited "
+                                 f"{proc.returncode}: {detail}", install)
+        self.version = (proc.stdout.strip().splitlines() or [""])[0]
+
+    def prepare_boxes(self, backend: type[Environment] | None, tasks: Sequence[Task],
+                      env_params: Mapping[str, Any]) -> None:
+        """Before the panel: a box that installs agents gets the CLI for every task."""
+        if backend is not None and Capability.INSTALL_AGENT in backend.capabilities:
+            backend.prepare_agent(self.install, list(tasks), **dict(env_params))
+
+    def place(self, env: Environment) -> None:
+        """Before the box starts: a box that installs agents puts the CLI in."""
+        if Capability.INSTALL_AGENT in env.capabilities:
+            env.install_agent(self.install)
+
+    # the attempt ------------------------------------------------------------------------
+
+    def run(self, session: AgentSession, *, rng: np.random.Generator) -> AgentOutcome:
+        """Run the CLI on the task; read back its commands, usage and hook events."""
+        env, files = session.env, session.env.files
+        files.agent_logs.mkdir(parents=True, exist_ok=True)  # the egress log lands there
+        binary = env.agent_binary(self.install)
+        self._check_binary(env, binary)
+        target = bridge_target(session.context)
+        passed = self._passed()
+        env.redactor.add(passed.values())  # out of every log of the attempt
+        agent_dir, out_dir = env.paths.agent, f"{env.paths.agent}/out"
+        transport: HookTransport | None = None
+        egress = None
+        try:
+            settings = None
+            if target is not None:
+                transport = env.hook_transport(self._endpoint(target, files))
+                settings = settings_document(session.runtime.families, transport.command,
+                                             self.dialect.tool_matcher, self.hook_timeout_s)
+                record = files.hooks / self.dialect.settings_file()
+                record.parent.mkdir(parents=True, exist_ok=True)
+                record.write_text(json.dumps(settings, indent=1))  # what the CLI was given
+            for path, data in self.dialect.files(agent_dir, settings).items():
+                env.write_file(path, data)
+            extra = passed | dict(transport.env if transport else {}) | \
+                self.dialect.env(agent_dir)
+            # The model endpoint: the agent's list, and any *_BASE_URL variable it passes.
+            allowed = self.egress + [v for k, v in passed.items() if k.endswith("_BASE_URL")]
+            egress = env.open_egress(allowed, files.egress_log)
+            if egress is not None:
+                extra |= egress.variables
+            argv = self.dialect.argv(binary, session.instruction, workdir=env.paths.workdir,
+                                     agent_dir=agent_dir, model=self.model, args=self.args,
+                                     hooked=settings is not None)
+            out = shlex.quote(out_dir)
+            command = (f"mkdir -p {out} && exec {shlex.join(argv)} > {out}/cli-stdout.jsonl "
+                       f"2> {out}/cli-stderr.txt < /dev/null")
+            result = env.exec(command, timeout=max(session.time_left(), 1.0), env=extra)
+        finally:
+            if transport is not None:
+                transport.close()
+            if egress is not None:
+                egress.close()
+        self._fetch_output(env, out_dir)
+        return self._outcome(session, target, result.exit_code, result.timed_out)
+
+    def _endpoint(self, target: BridgeTarget, files: AttemptPaths) -> HookEndpoint:
+        """Both ways to the arm's policies: fire-exp's command on this machine, or the
+        answerer in this process behind a relay."""
+        prefix = f"{shlex.quote(sys.executable)} -m fire_exp"
+        pythonpath = os.pathsep.join(
+            p for p in (_PACKAGE_PARENT, os.environ.get("PYTHONPATH", "")) if p)
+        return HookEndpoint(
+            host_command=lambda event: hook_command(
+                prefix, event, portfolio=target.portfolio, arm=target.arm,
+                state_dir=str(files.hook_state), cli=self.dialect.hook_protocol,
+                controls=target.controls),
+            answer=lambda: HookAnswerer(target.portfolio, target.arm, files.hook_state,
+                                        _protocol(self.dialect.hook_protocol),
+                                        target.controls).answer,
+            host_env={"PYTHONPATH": pythonpath})
+
+    def _check_binary(self, env: Environment, binary: str) -> None:
+        found = env.run(f"command -v {shlex.quote(binary)}", timeout=_CHECK_S)
+        if found.exit_code == 0:
+            return
+        if Capability.INSTALL_AGENT in env.capabilities:
+            raise EnvironmentFailure(
+                f"agent={self.name}: `{binary}` is not in the container of task "
+                f"{env.task.name} (environment={env.name}). Give the agent an install step (agent.install.script, "
+                "agent.install.image or agent.install.host_binary; docs/agents.md) or use "
+                "an image that has it")
+        raise EnvironmentFailure(
+            f"agent={self.name}: the `{binary}` executable was not found on PATH. "
+            f"Install it ({self.dialect.install_hint}) or point agent.binary at it, e.g. "
+            f"`fire-exp run agent={self.name} agent.binary=/path/to/"
+            f"{self.dialect.default_binary}`")
+
+    def _passed(self) -> dict[str, str]:
+        return {k: os.environ[k] for k in self.env_passthrough if k in os.environ}
+
+    def _fetch_output(self, env: Environment, out_dir: str) -> None:
+        """Bring the CLI's output home, redacted, and remove it from the box."""
+        files = env.files
+        for name, dest in (("cli-stdout.jsonl", files.cli_stdout),
+                           ("cli-stderr.txt", files.cli_stderr)):
+            try:
+                text = env.read_file(f"{out_dir}/{name}").decode("utf-8", "replace")
+            except EnvironmentFailure:
+                text = ""
+            dest.write_text(env.redactor.text(text))
+        env.remove(out_dir)
+
+    # reading the run back --------------------------------------------------------------
+
+    def _outcome(self, session: AgentSession, target: BridgeTarget | None, code: int,
+                 timed_out: bool) -> AgentOutcome:
+        files = session.env.files
+        transcript = self.dialect.parse(
+            files.cli_stdout.read_text(errors="replace").splitlines())
+        summary = read_activity(files.hook_state)
+        self._read_back(session, transcript, summary, policy_arm=target is not None)
+        usage = self.usage(transcript)
+        if timed_out:
+            return AgentOutcome(usage=usage, cause=Cause.AGENT_TIMEOUT,
+                                error=f"{self.binary} ran past the agent timeout")
+        if code != 0 or transcript.errors:
+            stderr = files.cli_stderr.read_text(errors="replace")
+            message = f"{self.binary} exited {code}: " + \
+                session.env.redactor.text("; ".join(transcript.errors) or stderr[-600:])
+            if not transcript.commands:
+                raise ProviderError(message, before_action=True)
+            return AgentOutcome(usage=usage, cause=Cause.AGENT_ERROR, error=message)
+        return AgentOutcome(usage=usage, error=hook_warning(summary, target))
+
+    def _read_back(self, session: AgentSession, transcript: CliTranscript,
+                   summary: ActivitySummary, policy_arm: bool) -> None:
+        denied = Counter(summary.denied_commands)
+        for cmd in transcript.commands:
+            output = session.env.redactor.text(cmd.output)[-_KEPT:]
+            if cmd.paths:  # a file edit: a write event for the extractors
+                session.trajectory.append(Step(len(session.trajectory), "edit", cmd.command,
+                                               cmd.exit_code, output, paths=cmd.paths))
+                continue
+            was_denied = denied[cmd.command[:500]] > 0
+            denied[cmd.command[:500]] -= int(was_denied)
+            session.trajectory.append(Step(len(session.trajectory), "command", cmd.command,
+                                           None if was_denied else cmd.exit_code, output,
+                                           denied=was_denied))
+        session.trajectory.append(Step(len(session.trajectory), "stop"))
+        session.runtime.ingest(events=summary.hook_events, counts=summary.by_event,
+                               log=summary.decisions)
+        report = {"policy_arm": policy_arm, "hook_events": summary.hook_events,
+                  "by_event": summary.by_event, "load_errors": summary.load_errors,
+                  "errors": list(summary.errors)}
+        session.env.files.hook_summary.write_text(json.dumps(report, indent=1))
+
+    def usage(self, transcript: CliTranscript) -> Usage:
+        """Tokens and cost of a run: the CLI's own cost, else priced from ``prices``."""
+        model = transcript.model or self.model or self.dialect.default_model()
+        cost = transcript.cost_usd
+        if cost is None:
+            price = self.prices.get(model or "", {})
+            cost = price_tokens(price, transcript.input_tokens, transcript.output_tokens,
+                                transcript.cached_input_tokens)
+        return Usage(input_tokens=transcript.input_tokens, output_tokens=transcript.output_tokens,
+                     cached_input_tokens=transcript.cached_input_tokens,
+                     cost_usd=round(cost, 8), model=model, route=self.dialect.target)

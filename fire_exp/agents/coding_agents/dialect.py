@@ -1,0 +1,121 @@
+"""What a coding-agent CLI dialect is, and what reading its output back gives.
+
+A dialect (:class:`CliDialect`) is everything fire-exp must know of one coding-agent CLI:
+its command line, the files its settings and hook configuration live in, its output
+parser and how it reports cost, each value checked against the CLI version it names
+(``checked_version``). :class:`~fire_exp.agents.coding_agents.agent.CodingCliAgent` runs any
+dialect through the environment contract; a new CLI is one new dialect (docs/architecture.md,
+"Add a coding-agent CLI").
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+__all__ = ["CliCommand", "CliDialect", "CliTranscript", "as_dict", "content_text",
+           "json_objects"]
+
+
+@dataclass(frozen=True)
+class CliCommand:
+    """One shell command the CLI ran (or tried to run), or a file edit (``paths`` set;
+    ``command`` is then the tool's name)."""
+
+    command: str
+    output: str = ""
+    exit_code: int | None = None
+    is_error: bool = False
+    paths: tuple[str, ...] = ()
+
+
+@dataclass
+class CliTranscript:
+    """What a CLI run did, as far as its output tells."""
+
+    commands: list[CliCommand] = field(default_factory=list)
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cached_input_tokens: int = 0  # of input_tokens, served from the provider's cache
+    cost_usd: float | None = None  # None: the CLI does not report cost
+    model: str | None = None
+    errors: list[str] = field(default_factory=list)
+    finished: bool = False  # a final result/turn event was seen
+
+
+class CliDialect(Protocol):
+    """One coding-agent CLI's conventions (see the module docstring).
+
+    Attributes:
+        target: its name (the usage's ``route``).
+        hook_protocol: the hook answers it understands: ``claude-code`` or ``codex``
+            (``policies/hooks.render``); a new CLI that speaks Claude Code's names it.
+        tool_matcher: the matcher (a regular expression over tool names) of its tool
+            events: its shell tool and its file-edit tools.
+        checked_version: the CLI version every value of the dialect was checked against.
+        default_binary: the executable's usual name.
+        install_hint: how a user installs it (shown when it is missing).
+    """
+
+    target: str
+    hook_protocol: str
+    tool_matcher: str
+    checked_version: str
+    default_binary: str
+    install_hint: str
+
+    def files(self, agent_dir: str, settings: Mapping[str, Any] | None) -> dict[str, bytes]:
+        """The files the CLI reads (box path -> content) under the box's ``agent_dir``:
+        its hook settings (``settings``; None: no hooks at all), its configuration."""
+        ...
+
+    def settings_file(self) -> str:
+        """The hook settings' path relative to ``agent_dir`` (recorded in ``ATTEMPT/hooks``)."""
+        ...
+
+    def env(self, agent_dir: str) -> dict[str, str]:
+        """Variables the CLI needs to find its files (e.g. ``CODEX_HOME``)."""
+        ...
+
+    def argv(self, binary: str, instruction: str, *, workdir: str, agent_dir: str,
+             model: str | None, args: Sequence[str], hooked: bool) -> list[str]:
+        """The headless command line that works on ``instruction``."""
+        ...
+
+    def parse(self, lines: Iterable[str]) -> CliTranscript:
+        """Read the CLI's machine-readable output back."""
+        ...
+
+    def default_model(self) -> str | None:
+        """The model the CLI uses when none is given (None: unknown)."""
+        ...
+
+
+def json_objects(lines: Iterable[str]) -> Iterable[dict[str, Any]]:
+    """The JSON objects among ``lines`` (a banner or a warning line is skipped)."""
+    for line in lines:
+        line = line.strip()
+        if not line.startswith("{"):
+            continue
+        try:
+            obj = json.loads(line)
+        except json.JSONDecodeError:
+            continue
+        if isinstance(obj, dict):
+            yield obj
+
+
+def as_dict(value: Any) -> dict[str, Any]:
+    """``value`` if it is an object, else an empty one."""
+    return value if isinstance(value, dict) else {}
+
+
+def content_text(content: Any) -> str:
+    """A message content (a string, or a list of text blocks) as text."""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        return "\n".join(str(c.get("text", "")) for c in content if isinstance(c, dict))
+    return ""

@@ -1,0 +1,60 @@
+"""The coding-agent CLIs go through the environment contract, with one set of values.
+
+Nothing above ``environments/`` names a backend class or reaches into a private member;
+the Codex feature key is the same wherever fire-exp writes a Codex config.
+"""
+
+from __future__ import annotations
+
+import ast
+import tomllib
+from pathlib import Path
+
+from fire_exp.agents.coding_agents import ClaudeCode, Codex
+from fire_exp.environments.docker import DockerEnvironment
+from fire_exp.environments.local import LocalEnvironment
+from fire_exp.policies.hook_files import with_feature_flag
+from fire_exp.policies.hook_settings import CODEX_HOOKS_FEATURE, MATCHERS
+
+PACKAGE = Path(__file__).resolve().parents[2] / "fire_exp"
+BACKENDS = {"LocalEnvironment", "DockerEnvironment"}
+
+
+def above_environments() -> list[Path]:
+    return [p for p in PACKAGE.rglob("*.py")
+            if "environments" not in p.relative_to(PACKAGE).parts and "suites" not in p.parts]
+
+
+def test_no_module_above_environments_names_a_backend_class() -> None:
+    offenders = []
+    for path in above_environments():
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            names = [a.name for a in node.names] if isinstance(node, ast.ImportFrom) else \
+                [node.id] if isinstance(node, ast.Name) else []
+            offenders += [f"{path.relative_to(PACKAGE)}: {n}" for n in names if n in BACKENDS]
+    assert offenders == []
+
+
+def test_no_agent_reaches_into_a_private_member() -> None:
+    agents = PACKAGE / "agents"
+    assert [str(p) for p in agents.rglob("*.py") if "SLF001" in p.read_text()] == []
+
+
+def test_the_codex_config_uses_the_canonical_feature_key_everywhere() -> None:
+    box = Codex().files("/opt/fire-exp/agent", None)["/opt/fire-exp/agent/codex-home/config.toml"]
+    exported = with_feature_flag("")
+    for text in (box.decode(), exported):
+        assert tomllib.loads(text)["features"] == {CODEX_HOOKS_FEATURE: True}
+        assert "codex_hooks" not in text
+    assert CODEX_HOOKS_FEATURE == "hooks"
+
+
+def test_each_dialect_names_the_version_its_values_were_checked_against() -> None:
+    for dialect in (ClaudeCode(), Codex()):
+        assert dialect.checked_version and dialect.tool_matcher == MATCHERS[dialect.target]
+
+
+def test_the_backends_declare_what_they_can_do() -> None:
+    assert {c.value for c in LocalEnvironment.capabilities} == {"services", "host_hooks"}
+    assert {c.value for c in DockerEnvironment.capabilities} == {
+        "services", "network_policy", "egress_allowlist", "hook_relay", "install_agent"}
