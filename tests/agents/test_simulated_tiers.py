@@ -22,6 +22,7 @@ import yaml
 from fire_exp.agents import SimulatedAgent, simulated
 from fire_exp.agents.session import ToolResult
 from fire_exp.agents.simulated import DEFAULT_SELF_CHECK, DEFAULT_UPTAKE, TIERS
+from fire_exp.attempt_paths import AttemptPaths
 from fire_exp.paths import SUITES_DIR
 
 SEEDS = 3000
@@ -41,7 +42,7 @@ class Session:
 
     def __post_init__(self) -> None:
         self.env = SimpleNamespace(task=SimpleNamespace(simulation_script=self.script),
-                                   attempt_dir=self.folder)
+                                   attempt_dir=self.folder, files=AttemptPaths(self.folder))
         self.context = SimpleNamespace(files=())  # no instruction file placed by the arm
 
     def begin(self) -> str:
