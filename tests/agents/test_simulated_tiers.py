@@ -42,7 +42,7 @@ class Session:
 
     def __post_init__(self) -> None:
         self.env = SimpleNamespace(task=SimpleNamespace(simulation_script=self.script),
-                                   attempt_dir=self.folder, files=AttemptPaths(self.folder))
+                                   files=AttemptPaths(self.folder))
         self.context = SimpleNamespace(files=())  # no instruction file placed by the arm
 
     def begin(self) -> str:
