@@ -67,13 +67,19 @@ def build_schedule(tasks: Sequence[tuple[str, str]], arms: Sequence[str], attemp
     schedule: list[ScheduledAttempt] = []
     for replicate in range(attempts):
         for task, cohort in tasks:
-            for order, arm_index in enumerate(rng.permutation(len(arms))):
-                arm = arms[int(arm_index)]
-                schedule.append(ScheduledAttempt(
-                    position=len(schedule), task=task, cohort=cohort, arm=arm,
-                    replicate=replicate, order=order,
-                    seed=attempt_seed(seed, task, arm, replicate)))
+            _append_arms(schedule, task, cohort, arms, replicate, seed, rng=rng)
     return schedule
+
+
+def _append_arms(schedule: list[ScheduledAttempt], task: str, cohort: str,
+                 arms: Sequence[str], replicate: int, seed: int, *,
+                 rng: np.random.Generator) -> None:
+    """Append one replicate of ``task``: every arm once, in an order drawn from ``rng``."""
+    for order, arm_index in enumerate(rng.permutation(len(arms))):
+        arm = arms[int(arm_index)]
+        schedule.append(ScheduledAttempt(
+            position=len(schedule), task=task, cohort=cohort, arm=arm,
+            replicate=replicate, order=order, seed=attempt_seed(seed, task, arm, replicate)))
 
 
 def schedule_digest(schedule: Sequence[ScheduledAttempt]) -> str:
@@ -101,10 +107,5 @@ def build_task_block_schedule(tasks: Sequence[tuple[str, str]], arms: Sequence[s
     for task_index in order_rng.permutation(len(tasks)):
         task, cohort = tasks[int(task_index)]
         for replicate in range(attempts):
-            for order, arm_index in enumerate(rng.permutation(len(arms))):
-                arm = arms[int(arm_index)]
-                schedule.append(ScheduledAttempt(
-                    position=len(schedule), task=task, cohort=cohort, arm=arm,
-                    replicate=replicate, order=order,
-                    seed=attempt_seed(seed, task, arm, replicate)))
+            _append_arms(schedule, task, cohort, arms, replicate, seed, rng=rng)
     return schedule
