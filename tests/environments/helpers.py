@@ -2,8 +2,14 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
 
+import pytest
+
+from fire_exp.environments.base import Environment
+from fire_exp.environments.docker import DockerEnvironment
+from fire_exp.environments.local import LocalEnvironment
 from fire_exp.paths import SUITES_DIR
 from fire_exp.tasks.loader import load_task
 from fire_exp.tasks.model import Task
@@ -48,3 +54,15 @@ def make_task(root: Path, name: str, *, solve: str = "touch /app/done\n",
         (path / "environment").mkdir()
         (path / "environment" / "Dockerfile").write_text(dockerfile)
     return load_task(path)
+
+
+def started_box(request: pytest.FixtureRequest, tmp_path: Path, run: str) -> Iterator[Environment]:
+    """A started box of the fixture's kind (``local`` or ``docker``) on csv-column-stats."""
+    task = bundled_task("csv-column-stats")
+    if request.param == "docker":
+        request.getfixturevalue("docker_client")
+        box: Environment = DockerEnvironment(task, tmp_path / "a", run)
+    else:
+        box = LocalEnvironment(task, tmp_path / "a", run)
+    with box:
+        yield box

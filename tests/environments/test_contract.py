@@ -14,21 +14,13 @@ import pytest
 
 from fire_exp.environments.base import Capability, Environment, EnvironmentFailure
 from fire_exp.environments.docker import DockerEnvironment
-from fire_exp.environments.local import LocalEnvironment
 
-from .helpers import bundled_task
+from .helpers import started_box
 
 
 @pytest.fixture(params=["local", pytest.param("docker", marks=pytest.mark.docker)])
 def env(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Environment]:
-    task = bundled_task("csv-column-stats")
-    if request.param == "docker":
-        request.getfixturevalue("docker_client")
-        box: Environment = DockerEnvironment(task, tmp_path / "a", "contract-test")
-    else:
-        box = LocalEnvironment(task, tmp_path / "a", "contract-test")
-    with box:
-        yield box
+    yield from started_box(request, tmp_path, "contract-test")
 
 
 def test_run_takes_variables_a_working_folder_and_streams_its_output(env: Environment) -> None:

@@ -16,9 +16,8 @@ import pytest
 from fire_exp.environments import session_host
 from fire_exp.environments.base import Environment
 from fire_exp.environments.docker import DockerEnvironment
-from fire_exp.environments.local import LocalEnvironment
 
-from .helpers import bundled_task
+from .helpers import started_box
 
 COMMANDS = {
     1001: ("sleep 1001 &", False),  # plain background job: attached
@@ -45,14 +44,7 @@ def alive_commands(env: Environment) -> str:
 
 @pytest.fixture(params=["local", pytest.param("docker", marks=pytest.mark.docker)])
 def env(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Environment]:
-    task = bundled_task("csv-column-stats")
-    if request.param == "docker":
-        request.getfixturevalue("docker_client")
-        box: Environment = DockerEnvironment(task, tmp_path / "a", "session-test")
-    else:
-        box = LocalEnvironment(task, tmp_path / "a", "session-test")
-    with box:
-        yield box
+    yield from started_box(request, tmp_path, "session-test")
 
 
 def test_attached_work_dies_detached_work_survives(env: Environment) -> None:
