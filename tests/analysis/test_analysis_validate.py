@@ -141,6 +141,8 @@ def test_the_first_violation_in_file_order_is_the_one_named() -> None:
                     "(save it comma-separated)"),
     (["task|arm"], "line 1 (header): one column 'task|arm': the file looks '|'-separated (save "
                    "it comma-separated)"),
+    (["TAX;RATE"], "line 1 (header): one column 'TAX;RATE': the file looks ';'-separated (save "
+                   "it comma-separated)"),
     (["task", "rewrd"], "line 1 (header): column 'rewrd' is not a column fire-exp reads; did "
                         "you mean 'reward'? (rename it: a column fire-exp does not know is "
                         "ignored)"),
@@ -158,8 +160,11 @@ def test_a_header_fire_exp_would_misread_is_refused(header: list[str], message: 
     assert str(err.value) == f"{PATH}: {message}"
 
 
-@pytest.mark.parametrize("header", [["task", "arm", "notes"], ["task"], ["task", "v1.2"],
-                                    ["task", "reward", "reward2"], ["task", "arm.1"],
-                                    ["task", "arm", "cohort", "Reward"]])
+@pytest.mark.parametrize("header", [
+    ["task", "arm", "notes"], ["task"], ["XREF"], ["task", "v1.2"], ["task", "reward", "reward2"],
+    ["task", "arm.1"], ["task", "arm", "cohort", "Reward"],
+    ["task", "task.x"],  # like task, and task is there: not a duplicate, not a typo
+    ["task", "task.1.1"],  # pandas' name for a second task.1, not for a second task
+])
 def test_a_header_without_lookalikes_is_read(header: list[str]) -> None:
     check_columns(PATH, header, ["task", "arm", "cohort", "reward", "reward2", "Reward"])
