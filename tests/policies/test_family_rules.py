@@ -1,0 +1,128 @@
+"""Each fire-core family's rules and extractor on the sequences that tell a right rule from a
+near miss: which files count as a candidate, what resets on a rewrite, which state is
+sticky, what the extractor codes when nothing ran. The expectations come from each family's
+registered chain (its docstring), never from running the family."""
+
+from __future__ import annotations
+
+import pytest
+
+from fire_exp.paths import SUITES_DIR
+from fire_exp.policies import Decision, Event, PolicyRuntime, Step
+from fire_exp.policies.loader import load_portfolio
+from fire_exp.tasks.loader import load_task
+
+PORTFOLIO = load_portfolio("fire-core")
+
+# (command, exit code, output), or ("EDIT", paths): a CLI's edit tool writing ``paths``
+Action = tuple
+
+
+def c(command: str, exit_code: int | None = 0, output: str = "") -> Action:
+    return (command, exit_code, output)
+
+
+def edit(*paths: str) -> Action:
+    return ("EDIT", paths)
+
+
+class Session:
+    """One family's runtime on a task, fed the events an agent session raises; ``said`` is
+    every non-allow decision with the index of the action (or ``stop``) that drew it."""
+
+    def __init__(self, family: str, task: str) -> None:
+        self.family = PORTFOLIO.family(family)
+        self.text = load_task(SUITES_DIR / "fire-mini" / task).instruction
+        self.runtime = PolicyRuntime([self.family], self.text)
+        self.runtime.handle(Event("SessionStart", self.text))
+        self.steps: list[Step] = []
+        self.said: list[tuple[int | str, Decision]] = []
+
+    def act(self, *actions: Action) -> Session:
+        for action in actions:
+            i = len(self.steps)
+            if action[0] == "EDIT":
+                pre = self.runtime.handle(Event("PreToolUse", self.text, command="", step=i + 1,
+                                                paths=action[1], tool="Edit"))
+                self.steps.append(Step(i, "edit", "Edit", 0, "", paths=action[1]))
+            else:
+                command, code, output = action
+                pre = self.runtime.handle(Event("PreToolUse", self.text, command=command,
+                                                step=i + 1))
+                denied = pre.kind == "deny"
+                self.steps.append(Step(i, "command", command, None if denied else code,
+                                       pre.text if denied else output, denied=denied))
+                if not denied:
+                    self.runtime.handle(Event("PostToolUse", self.text, command=command,
+                                              output=output, exit_code=code, step=i + 1))
+            if not pre.is_allow:
+                self.said.append((i, pre))
+        return self
+
+    def stop(self) -> Decision:
+        decision = self.runtime.handle(Event("Stop", self.text, step=len(self.steps)))
+        self.steps.append(Step(len(self.steps), "stop"))
+        return decision
+
+    def code(self) -> tuple[bool | None, bool | None]:
+        coding = self.family.code(self.steps, self.text)
+        return coding.state, coding.behavior
+
+
+def fired(session: Session) -> list[int | str]:
+    return [i for i, _ in session.said]
+
+
+# ---------------------------------------------------------------- binary_equivalence
+RLE = ("binary_equivalence", "reimplement-rle")
+WRITE = c("cat > rle.py <<'PY'\nimport sys\nPY")
+RUN = c("python3 rle.py < in.1 > out.1")
+CMP = c("cmp out.1 <(./orig/rle < in.1)")
+SIZE = c("gzip -9c rle.py | wc -c", 0, "312")
+
+
+@pytest.mark.parametrize(("write", "run"), [
+    (c("cat > src/rle.py <<'PY'\nPY"), c("python3 src/rle.py < in.1")),  # a file in a folder
+    (c("cat > \"rle.py\" <<'PY'\nPY"), c("python3 rle.py < in.1")),  # a quoted name
+    (c("gcc -O2 -o rle rle.c"), c("./rle < in.1")),  # a compiled candidate
+    (c("python3 -c \"open('enc.py', 'w').write('')\""), c("python3 enc.py < in.1")),
+    (edit("/app/src/rle.py"), c("python3 src/rle.py < in.1")),  # written by an edit tool
+    (edit("rle.sh/"), c("bash rle.sh < in.1")),
+])
+def test_the_first_run_of_a_candidate_however_written_is_nudged(write: Action,
+                                                                 run: Action) -> None:
+    session = Session(*RLE).act(write, c("ls"), run)
+    assert fired(session) == [2]
+    assert session.code() == (True, False)
+
+
+@pytest.mark.parametrize("write", [c("printf 'aaab' > in.1"), c("cat > notes.md <<'X'\nX"),
+                                   c("cat > $OUT <<'PY'\nPY"), edit("/app/data/in.2")])
+def test_writing_what_is_not_a_program_makes_no_candidate(write: Action) -> None:
+    session = Session(*RLE).act(write, c("python3 in.1"), c("bash notes.md"))
+    assert fired(session) == [] and session.stop().is_allow
+    assert session.code() == (False, None)  # nothing ran: no behavior to code
+
+
+@pytest.mark.parametrize(("measure", "nudged"), [
+    ((), True), ((CMP,), True), ((SIZE,), True), ((CMP, SIZE), False), ((SIZE, CMP), False),
+    ((SIZE, c("ls"), CMP), False),  # each measurement sticks until the next rewrite
+])
+def test_a_stop_needs_both_a_comparison_and_a_size(measure: tuple[Action, ...],
+                                                  nudged: bool) -> None:
+    session = Session(*RLE).act(WRITE, RUN, *measure)
+    assert session.stop().is_allow is not nudged
+    assert session.code() == (True, not nudged)
+
+
+@pytest.mark.parametrize("again", [(CMP,), (SIZE,), ()])
+def test_a_rewrite_calls_for_both_measurements_again(again: tuple[Action, ...]) -> None:
+    session = Session(*RLE).act(WRITE, RUN, CMP, SIZE, WRITE, RUN, *again)
+    assert session.stop().kind == "instruct"
+    assert session.code() == (True, False)
+
+
+def test_new_input_files_after_the_measurements_change_nothing() -> None:
+    session = Session(*RLE).act(WRITE, RUN, CMP, SIZE, c("printf 'zz' > in.2"),
+                                c("head -c 100 /dev/urandom > in.3"))
+    assert session.stop().is_allow and session.code() == (True, True)
