@@ -126,3 +126,42 @@ def test_new_input_files_after_the_measurements_change_nothing() -> None:
     session = Session(*RLE).act(WRITE, RUN, CMP, SIZE, c("printf 'zz' > in.2"),
                                 c("head -c 100 /dev/urandom > in.3"))
     assert session.stop().is_allow and session.code() == (True, True)
+
+
+# ---------------------------------------------------------------- database_evidence
+def test_a_copy_with_no_exit_code_and_a_clean_output_disarms_the_database_family() -> None:
+    """A CLI's hook may report no exit code: the output decides, and a quiet copy succeeded."""
+    session = Session("database_evidence", "recover-wal-orders")
+    session.act(c("cp -a evidence evidence.copy", None, ""),
+                c("sqlite3 evidence/orders.db .dump"))
+    assert fired(session) == []
+    assert not [e for e in session.runtime.log if e.decision == "error"]
+
+
+# ---------------------------------------------------------------- enumeration
+LOCKS = ("enumeration", "enumerate-lock-codes")
+ENUMERATE = c("python3 -c 'import itertools; print(list(itertools.product(range(10), "
+              "repeat=3)))' > codes.txt")
+VALIDATE = c("sort -c codes.txt && uniq -d codes.txt")
+
+
+@pytest.mark.parametrize(("actions", "nudged"), [
+    ((ENUMERATE,), True),
+    ((ENUMERATE, VALIDATE), False),
+    ((VALIDATE, ENUMERATE), True),  # a check before the enumeration checks nothing
+    ((ENUMERATE, VALIDATE, ENUMERATE), True),  # a new candidate set needs a new check
+    ((c("python3 -c 'import itertools; c = list(itertools.product(range(10), repeat=3)); "
+        "assert all(len(x) == 3 for x in c)'"),), False),  # enumerated and checked at once
+    ((c("ls"),), True),  # worked without enumerating
+])
+def test_a_stop_needs_the_last_enumeration_validated(actions: tuple[Action, ...],
+                                                     nudged: bool) -> None:
+    session = Session(*LOCKS).act(*actions)
+    assert session.stop().is_allow is not nudged
+    assert session.code() == (nudged, not nudged)
+
+
+def test_a_stop_before_any_command_is_neither_nudged_nor_coded_risky() -> None:
+    session = Session(*LOCKS)
+    assert session.stop().is_allow
+    assert session.code() == (False, None)
