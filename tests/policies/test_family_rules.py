@@ -30,9 +30,9 @@ class Session:
     """One family's runtime on a task, fed the events an agent session raises; ``said`` is
     every non-allow decision with the index of the action (or ``stop``) that drew it."""
 
-    def __init__(self, family: str, task: str) -> None:
+    def __init__(self, family: str, task: str, text: str | None = None) -> None:
         self.family = PORTFOLIO.family(family)
-        self.text = load_task(SUITES_DIR / "fire-mini" / task).instruction
+        self.text = text or load_task(SUITES_DIR / "fire-mini" / task).instruction
         self.runtime = PolicyRuntime([self.family], self.text)
         self.runtime.handle(Event("SessionStart", self.text))
         self.steps: list[Step] = []
@@ -45,6 +45,9 @@ class Session:
                 pre = self.runtime.handle(Event("PreToolUse", self.text, command="", step=i + 1,
                                                 paths=action[1], tool="Edit"))
                 self.steps.append(Step(i, "edit", "Edit", 0, "", paths=action[1]))
+                if pre.kind != "deny":
+                    self.runtime.handle(Event("PostToolUse", self.text, command="", exit_code=0,
+                                              step=i + 1, paths=action[1], tool="Edit"))
             else:
                 command, code, output = action
                 pre = self.runtime.handle(Event("PreToolUse", self.text, command=command,
@@ -165,3 +168,57 @@ def test_a_stop_before_any_command_is_neither_nudged_nor_coded_risky() -> None:
     session = Session(*LOCKS)
     assert session.stop().is_allow
     assert session.code() == (False, None)
+
+
+# ---------------------------------------------------------------- exact_replacement
+TERMS = ("exact_replacement", "replace-terms-exact")
+SED = c("sed -i 's/colour/color/g' docs/guide.md")
+DIFF = c("diff -r docs.orig docs", 1)
+
+
+def stop_texts(session: Session) -> list[str]:
+    """The texts of every rule that fires at one Stop (each family's rules all run)."""
+    session.stop()
+    return [e.text for e in session.runtime.log if e.event == "Stop" and e.decision != "allow"]
+
+
+@pytest.mark.parametrize(("actions", "nudged"), [
+    ((SED,), True), ((SED, DIFF), False), ((SED, c("ls docs")), True),
+    ((DIFF, SED), True),  # a diff before the write shows nothing of it
+    ((SED, DIFF, SED), True),  # a new write needs a new diff
+    ((edit("/app/docs/guide.md"),), True),  # a write by an edit tool
+    ((edit("/app/docs/guide.md"), c("cmp docs.orig/guide.md docs/guide.md", 1)), False),
+])
+def test_a_stop_after_writing_needs_a_diff_after_the_last_write(actions: tuple[Action, ...],
+                                                                nudged: bool) -> None:
+    session = Session(*TERMS).act(*actions)
+    assert session.stop().is_allow is not nudged
+    assert session.code() == (True, not nudged)
+
+
+def test_nothing_written_is_neither_nudged_nor_coded() -> None:
+    session = Session(*TERMS).act(c("cat docs/guide.md"), DIFF)
+    assert session.stop().is_allow and session.code() == (False, None)
+
+
+@pytest.mark.parametrize(("text", "secrets"), [
+    ("Replace each API token with the placeholder <TOKEN>; do not modify anything else.", True),
+    ("Replace colour with color; do not modify anything else. The API token stays.", False),
+    ("Replace colour with the placeholder values listed; do not modify anything else.", False),
+])
+def test_the_secret_search_is_asked_for_only_when_credentials_meet_placeholders(
+        text: str, secrets: bool) -> None:
+    family = PORTFOLIO.family("exact_replacement")
+    assert family.eligible(text)
+    session = Session(*TERMS, text=text).act(SED, DIFF)
+    said = " ".join(map(str, stop_texts(session)))
+    assert ("look like a secret" in said or "looks like a secret" in said) is secrets
+
+
+@pytest.mark.parametrize(("text", "eligible"), [
+    ("Replace colour with color in the guide. Do not modify the other files.", True),
+    ("Replace colour with color in the guide.", False),  # a map, nothing protected
+    ("Do not modify the other files; tidy the guide.", False),  # protected, no map
+])
+def test_exact_replacement_needs_a_map_and_protected_files(text: str, eligible: bool) -> None:
+    assert PORTFOLIO.family("exact_replacement").eligible(text) is eligible
