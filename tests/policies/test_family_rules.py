@@ -222,3 +222,28 @@ def test_the_secret_search_is_asked_for_only_when_credentials_meet_placeholders(
 ])
 def test_exact_replacement_needs_a_map_and_protected_files(text: str, eligible: bool) -> None:
     assert PORTFOLIO.family("exact_replacement").eligible(text) is eligible
+
+
+# ---------------------------------------------------------------- latex_final_log
+REPORT = ("latex_final_log", "build-report-log")
+BUILD = c("cd doc && python3 build.py")
+
+
+@pytest.mark.parametrize(("actions", "nudged"), [
+    ((BUILD,), True),
+    ((BUILD, c("grep -n 'Overfull \\\\hbox' doc/out/report.log", 1)), False),
+    ((BUILD, c("ls doc/out")), True),  # any command is not a search of the log
+    ((BUILD, c("grep -n Overfull doc/report.tex", 1)), True),  # a search, not of the log
+    ((BUILD, c("tail -n 40 doc/out/report.log")), True),  # the log, not searched
+    ((c("grep -c overfull doc/out/report.log"), BUILD), True),  # searched before the build
+])
+def test_a_stop_after_a_build_needs_a_search_of_the_final_log(actions: tuple[Action, ...],
+                                                               nudged: bool) -> None:
+    session = Session(*REPORT).act(*actions)
+    assert session.stop().is_allow is not nudged
+    assert session.code() == (nudged, not nudged)
+
+
+def test_no_build_is_neither_nudged_nor_coded() -> None:
+    session = Session(*REPORT).act(c("cat doc/report.tex"))
+    assert session.stop().is_allow and session.code() == (False, None)
