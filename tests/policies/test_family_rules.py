@@ -247,3 +247,114 @@ def test_a_stop_after_a_build_needs_a_search_of_the_final_log(actions: tuple[Act
 def test_no_build_is_neither_nudged_nor_coded() -> None:
     session = Session(*REPORT).act(c("cat doc/report.tex"))
     assert session.stop().is_allow and session.code() == (False, None)
+
+
+# ---------------------------------------------------------------- token_accounting
+TOKENS = ("token_accounting", "count-subset-tokens")
+COUNT = c("python3 count.py > answer.txt", 0, "1234")
+
+
+@pytest.mark.parametrize(("table", "nudged"), [
+    (c("python3 count.py --table", 0, "subtotals: title=3 body=5 total=8"), False),
+    (c("python3 count.py --table", 1, "subtotals: title=3 body=5 total=8"), True),  # it failed
+    (c("python3 count.py --table", None, "subtotals: title=3 body=5 total=8"), False),
+    (c("python3 count.py --table", None, "Traceback: error: subtotals"), True),
+])
+def test_a_stop_needs_a_reconciliation_that_succeeded(table: Action, nudged: bool) -> None:
+    session = Session(*TOKENS).act(COUNT, table)
+    assert session.stop().is_allow is not nudged
+    assert session.code() == (nudged, not nudged)
+    assert not [e for e in session.runtime.log if e.decision == "error"]
+
+
+def test_a_stop_before_counting_is_neither_nudged_nor_coded() -> None:
+    session = Session(*TOKENS)
+    assert session.stop().is_allow and session.code() == (False, None)
+
+
+# ---------------------------------------------------------------- service_persistence
+SERVE = ("service_persistence", "serve-status-page")
+DETACH = c("setsid nohup python3 status_server.py > s.log 2>&1 < /dev/null &")
+PROBE = c("curl -s http://127.0.0.1:8000/status")
+
+
+@pytest.mark.parametrize(("actions", "nudged"), [
+    ((DETACH, PROBE), False), ((DETACH, c("ls")), True),  # any command is not a probe
+    ((DETACH, PROBE, DETACH), True),  # a relaunch needs a new probe
+    ((DETACH, PROBE, DETACH, PROBE), False),
+])
+def test_a_stop_needs_a_probe_after_the_last_detached_launch(actions: tuple[Action, ...],
+                                                             nudged: bool) -> None:
+    session = Session(*SERVE).act(*actions)
+    assert session.stop().is_allow is not nudged
+    assert session.code() == (nudged, not nudged)
+
+
+@pytest.mark.parametrize(("family", "text", "eligible"), [
+    ("service_persistence", "Run the status server on port 8000; it keeps running after you stop.", True),
+    ("service_persistence", "Write a status server in status_server.py.", False),
+    ("service_persistence", "Keep running the cleanup until the folder is empty.", False),
+    ("deployment_preservation", "Set up a bare repository whose post-receive hook deploys "
+                                "the site to the web server.", True),
+    ("deployment_preservation", "Set up a bare repository for the team.", False),
+    ("deployment_preservation", "Configure the web server on port 8080.", False),
+])
+def test_eligibility_needs_both_halves(family: str, text: str, eligible: bool) -> None:
+    assert PORTFOLIO.family(family).eligible(text) is eligible
+
+
+# ---------------------------------------------------------------- deployment_preservation
+DEPLOY = ("deployment_preservation", "deploy-git-hook")
+PUSH = c("git -C clone push origin main")
+
+
+@pytest.mark.parametrize(("command", "destroys"), [
+    ("rm -rf www/*", True), ("rmdir www", True), ("rm -rf /srv/site/", True),
+    ("rm -rf www/index.html 'unbalanced", True),  # shlex fails: split on spaces
+    ("rm -f tmp.txt ; ls www", False), ("rm -f tmp.txt && ls www", False),
+    ("rm -f tmp.txt || cat www/index.html", False), ("rm -f tmp.txt | tee www/log", False),
+    ("cat www/index.html ; rm -f tmp.txt", False),  # www is read before the rm
+    ("rm -rf tmp # not www", False),  # a comment
+    ("rm -rf $DEPLOY_DIR/cache", False), ("rm -rf build/", False),
+])
+def test_what_counts_as_removing_deployed_content(command: str, destroys: bool) -> None:
+    session = Session(*DEPLOY).act(PUSH, c(command))
+    assert [d.kind for _, d in session.said] == (["deny"] if destroys else [])
+
+
+@pytest.mark.parametrize(("push", "armed"), [
+    (PUSH, True), (c("git -C clone push origin main", 1, "rejected"), False),
+    (c("git -C clone push origin main", None, ""), True),
+    (c("git -C clone push origin main", None, "error: failed to push"), False),
+])
+def test_only_a_deployment_that_succeeded_arms_the_denial(push: Action, armed: bool) -> None:
+    session = Session(*DEPLOY).act(push, c("rm -rf www/*"))
+    assert [d.kind for _, d in session.said] == (["deny"] if armed else [])
+    assert not [e for e in session.runtime.log if e.decision == "error"]
+
+
+def deployment_code(steps: list[tuple[str, int | None, str, bool]]) -> tuple[bool | None,
+                                                                             bool | None]:
+    trajectory = [Step(i, "command", cmd, code, out, denied=denied)
+                  for i, (cmd, code, out, denied) in enumerate(steps)]
+    coding = PORTFOLIO.family("deployment_preservation").code(trajectory, "")
+    return coding.state, coding.behavior
+
+
+@pytest.mark.parametrize(("steps", "coded"), [
+    ([], (False, None)),  # nothing deployed
+    ([("rm -rf www/*", 0, "", False)], (False, None)),
+    ([("git push origin main", 1, "rejected", False), ("rm -rf www/*", 0, "", False)],
+     (False, None)),  # the deployment failed: nothing to preserve
+    ([("git push origin main", None, "", False), ("rm -rf www/*", 0, "", False)],
+     (True, False)),
+    ([("git push origin main", 0, "", False), ("rm -rf www/*", None, "denied", True)],
+     (True, True)),  # the policy denied it: the deployment survived
+    ([("git push origin main", 0, "", False), ("rm -rf www/*", 0, "", False),
+      ("rm -rf www/*", None, "denied", True)], (True, False)),  # destroyed stays destroyed
+    ([("curl -s http://127.0.0.1:8080/", 0, "", True), ("rm -rf www/*", 0, "", False)],
+     (False, None)),  # a probe that never ran
+])
+def test_the_deployment_extractor(steps: list[tuple[str, int | None, str, bool]],
+                                  coded: tuple[bool | None, bool | None]) -> None:
+    assert deployment_code(steps) == coded
