@@ -13,7 +13,11 @@ Per attempt it
    whose only way out is the egress proxy (``egress.py``);
 3. starts the agent's session host (``session_host.py``, run by the container's
    ``python3``) as the process of one ``docker exec`` with its stdin attached; each agent
-   command is one request on that socket, a ``bash -c`` child of the session leader;
+   command is one request on that socket, a ``bash -c`` child of the session leader. The
+   host stays root; where the agent runs unprivileged (``run_agent_as``, a coding-agent
+   CLI's default) every command runs as that user, who gets the working folder,
+   ``/logs/agent`` and a home in the agent's folder. When the harness dies, the host's
+   input ends and it kills every process of the attempt (its watchdog);
 4. at the end of the agent phase hangs the session up: what is attached to it dies, a
    ``setsid`` server with redirected streams survives, exactly as in the local environment;
 5. runs the verifier (``Environment.run_verifier``); ``collect_logs`` copies ``/logs`` to ``ATTEMPT/logs``;
@@ -25,6 +29,7 @@ process's labels, so ``fire-exp cleanup`` finds what a killed run left behind.
 
 from __future__ import annotations
 
+import hashlib
 import secrets
 import shlex
 import threading
@@ -38,8 +43,10 @@ from fire_exp.environments import session_host
 from fire_exp.environments.agent_install import AgentInstall
 from fire_exp.environments.archives import extract_archive, tar_file
 from fire_exp.environments.base import (
+    AgentCausedFailure,
     BoxPaths,
     Capability,
+    CapturedExec,
     Environment,
     EnvironmentFailure,
     ExecResult,
@@ -62,6 +69,10 @@ from fire_exp.tasks.model import Task
 HOST_PATH = "/opt/fire-exp/session_host.py"
 LOGS, TESTS, SOLUTION, PORT = "/logs", "/tests", "/solution", 8000
 AGENT_DIR = "/opt/fire-exp/agent"
+AGENT_HOME = f"{AGENT_DIR}/home"
+CAPTURE_DIR = "/opt/fire-exp/capture"  # root's 0700: the CLI's recorded output
+# Signals someone sends (a fault the process caused itself, SIGSEGV or SIGABRT, is not one).
+_SENT_SIGNALS = {1: "SIGHUP", 2: "SIGINT", 3: "SIGQUIT", 9: "SIGKILL", 15: "SIGTERM"}
 _REPLY_MARGIN = 30.0  # seconds past a command's own timeout before the host gives up on it
 _STREAM_S = 7 * 24 * 3600.0  # an open_stream lives as long as the attempt
 _KILL_GRACE_S = 5.0
@@ -131,7 +142,7 @@ class DockerEnvironment(Environment):
     name = "docker"
     capabilities = frozenset({Capability.SERVICES, Capability.NETWORK_POLICY,
                               Capability.EGRESS_ALLOWLIST, Capability.HOOK_RELAY,
-                              Capability.INSTALL_AGENT})
+                              Capability.INSTALL_AGENT, Capability.AGENT_USER})
 
     def __init__(self, task: Task, attempt_dir: Path, attempt_id: str, *,
                  base_image: str = BASE_IMAGE, bootstrap_base: bool = True,
@@ -154,6 +165,11 @@ class DockerEnvironment(Environment):
         # image and network as they are.
         self.agent_install: AgentInstall | None = None
         self.network: str | None = None
+        self._asked_user: str | None = None  # run_agent_as; the task's [agent].user wins
+        self._granted = False  # the agent's user has its folders
+        self._host_pid: int | None = None  # the session host's pid in the container
+        self._oom_base: int | None = None  # the cgroup's OOM kills when the session began
+        self._session_lost = False
 
     @property
     def paths(self) -> BoxPaths:
@@ -173,6 +189,12 @@ class DockerEnvironment(Environment):
         if self.keep_container:
             labels[f"{LABEL}.keep"] = "1"
         return labels
+
+    @property
+    def agent_user(self) -> str | None:
+        """The box user the agent's session runs as (None: root, the box's default)."""
+        user = self.task.agent.user or self._asked_user
+        return None if user in (None, "root") else user
 
     def box_env(self) -> dict[str, str]:
         """The environment variables every process in the container sees."""
@@ -234,9 +256,9 @@ class DockerEnvironment(Environment):
         except Exception:  # noqa: BLE001, S110 - it was never created
             pass
 
-    def _sh(self, command: str, timeout: float = 60.0) -> tuple[int, str]:
+    def _sh(self, command: str, timeout: float = 60.0, user: str = "") -> tuple[int, str]:
         """Run a housekeeping command with ``sh -c`` (not in the agent's session)."""
-        result = self.container.exec_run(["sh", "-c", command], workdir="/",
+        result = self.container.exec_run(["sh", "-c", command], workdir="/", user=user,
                                          environment=self.box_env())
         return int(result.exit_code), result.output.decode(errors="replace")
 
@@ -255,7 +277,8 @@ class DockerEnvironment(Environment):
         exec_id = api.exec_create(
             self.container.id, ["python3", HOST_PATH, self.marker, in_box(LOGS, TERMINAL_LOG)],
             stdin=True, stdout=True, stderr=True, tty=False, workdir=self.paths.workdir,
-            environment=self.box_env())["Id"]
+            # root, to switch to the agent's user and stay out of its reach
+            user="root" if self.agent_user else "", environment=self.box_env())["Id"]
         self._channel = ExecChannel(api.exec_start(exec_id, socket=True), self.cancelled)
         # The exec starts asynchronously: wait until the host answers, and check that it
         # leads its own session (what the end-of-session semantics rest on).
@@ -263,6 +286,8 @@ class DockerEnvironment(Environment):
         if reply.get("pid") != reply.get("sid"):
             raise EnvironmentFailure(f"the agent's session host is not a session leader: "
                                      f"{reply}")
+        self._host_pid = int(reply["pid"])
+        self._oom_base = self._oom_kills()
 
     def _running(self) -> Any:
         if self.container is None:
@@ -284,22 +309,145 @@ class DockerEnvironment(Environment):
 
     def exec(self, command: str, timeout: float, *, env: Mapping[str, str] | None = None
              ) -> ExecResult:
-        channel = self._channel
-        if channel is None:
-            raise EnvironmentFailure("the agent's session has ended")
+        reply = self._session_request(self._exec_request(command, timeout, env),
+                                      timeout + _REPLY_MARGIN)
+        return _result(reply)
+
+    def exec_captured(self, command: str, timeout: float, *,
+                      env: Mapping[str, str] | None = None) -> CapturedExec:
+        """The session host records the command's output in root's ``CAPTURE_DIR`` until
+        the command exits; what the agent's processes did to it is in ``sabotage``."""
+        req = self._exec_request(f"exec {command} < /dev/null", timeout, env)
+        req["capture"] = CAPTURE_DIR
+        reply = self._session_request(req, timeout + _REPLY_MARGIN)
+        files, damage = {}, []
+        for name, made in reply["capture"].items():
+            try:
+                data = self.read_file(made["path"])
+            except EnvironmentFailure:
+                data = b""
+            files[name] = data
+            if len(data) != made["bytes"] or hashlib.sha256(data).hexdigest() != made["sha256"]:
+                damage.append(f"{name}: {len(data)} bytes where the session host recorded "
+                              f"{made['bytes']}")
+        self.remove(CAPTURE_DIR)
+        result = _result(reply)
+        sabotage = None
+        if damage:
+            sabotage = ("the agent's own processes altered the CLI's output capture after it "
+                        "was recorded (" + "; ".join(damage) + ")")
+        elif reply["holders"]:
+            sabotage = (f"the agent's own processes (pids {reply['holders']}) held the CLI's "
+                        "output streams when it exited; they were killed")
+        elif (signal := self._sent_from_inside(reply)) is not None:
+            sabotage = (f"the agent's own processes killed the CLI with {signal} while the "
+                        "agent ran (the container was running, no out-of-memory kill)")
+        return CapturedExec(result, files["stdout"], files["stderr"], sabotage=sabotage,
+                            intact=not damage)
+
+    def _exec_request(self, command: str, timeout: float, env: Mapping[str, str] | None
+                      ) -> dict[str, Any]:
         req: dict[str, Any] = {"op": "exec", "command": command, "timeout": timeout,
                                "cwd": self.paths.workdir}
         if env:
             req["env_extra"] = dict(env)
-        with self._lock:
-            reply = channel.request(req, timeout + _REPLY_MARGIN)
-        return ExecResult(exit_code=reply["exit_code"], stdout=reply["stdout"],
-                          stderr=reply["stderr"], timed_out=reply["timed_out"],
-                          duration_s=reply["duration_s"])
+        if self.agent_user is not None:
+            self._grant_agent_user(self.agent_user)
+            req |= {"user": self.agent_user, "home": AGENT_HOME}
+        return req
+
+    def _session_request(self, req: dict[str, Any], timeout: float) -> dict[str, Any]:
+        channel = self._channel
+        if channel is None:
+            raise EnvironmentFailure("the agent's session has ended")
+        try:
+            with self._lock:
+                return channel.request(req, timeout)
+        except EnvironmentFailure as exc:
+            if self.cancelled.is_set():
+                raise
+            self._session_lost = True
+            raise self._blame(exc) from exc
+
+    def _grant_agent_user(self, user: str) -> None:
+        """Once, before the agent's first command: make ``user`` if the box lacks it (a
+        minimal image may have no ``useradd``) and give it what it writes — the working
+        folder, ``/logs/agent``, its home — and the agent folder's subfolders sticky
+        (it may add files there, never replace the harness's). The rest stays root's."""
+        if self._granted:
+            return
+        workdir = self.paths.workdir
+        if workdir.rstrip("/") == "":
+            raise EnvironmentFailure(f"task {self.task.name}: the working folder is /, which "
+                                     f"cannot be handed to {user}; set [agent] user = "
+                                     '"root" in its task.toml')
+        script = (f"python3 -c {shlex.quote(_MAKE_USER)} {shlex.quote(user)} "
+                  f"{shlex.quote(AGENT_HOME)} && "
+                  f"mkdir -p {shlex.quote(workdir)} {AGENT_HOME} "
+                  f"{in_box(LOGS, AGENT_LOGS)} && chmod 755 {AGENT_DIR} && "
+                  f"chown -R {shlex.quote(user)}: {shlex.quote(workdir)} {AGENT_HOME} "
+                  f"{in_box(LOGS, AGENT_LOGS)} && chmod 700 {AGENT_HOME} && "
+                  f"find {AGENT_DIR} -mindepth 1 -maxdepth 1 -type d ! -path {AGENT_HOME} "
+                  "-exec chmod 1777 {} +")
+        code, out = self._sh(script, user="root")
+        if code != 0:
+            raise EnvironmentFailure(f"task {self.task.name}: could not prepare the agent's "
+                                     f"user {user} (exit {code}: {out.strip()[-400:]})")
+        self._granted = True
+
+    def _blame(self, exc: EnvironmentFailure) -> EnvironmentFailure:
+        """Whose failure a lost session is, by evidence the agent cannot fake: the engine
+        answers, the container runs, nothing in it was OOM-killed, and the session host is
+        dead or stopped — then only the agent's own processes can have done it."""
+        try:
+            container = self._running()
+            container.reload()
+            state = container.attrs["State"]
+            if not state.get("Running") or state.get("OOMKilled"):
+                return exc
+            if self._oom_kills() not in (None, self._oom_base):
+                return exc
+            code, stat = self._sh(f"cat /proc/{self._host_pid}/stat 2>/dev/null")
+        except Exception:  # noqa: BLE001 - no evidence: it stays the box's failure
+            return exc
+        fields = stat[stat.rfind(")") + 2:].split() if code == 0 and ")" in stat else []
+        if fields and fields[0] in ("T", "t"):
+            what = "stopped"
+        elif not fields or fields[0] in ("Z", "X"):
+            what = "killed"
+        else:
+            return exc
+        return AgentCausedFailure(f"the agent's own processes {what} its session host: the "
+                                  "container is still running, its engine answers and "
+                                  f"nothing in it was killed for want of memory ({exc})")
+
+    def _oom_kills(self) -> int | None:
+        """The container cgroup's out-of-memory kills so far (None: unreadable)."""
+        code, out = self._sh("cat /sys/fs/cgroup/memory.events 2>/dev/null")
+        for line in out.splitlines() if code == 0 else []:
+            key, _, value = line.partition(" ")
+            if key == "oom_kill" and value.strip().isdigit():
+                return int(value)
+        return None
+
+    def _sent_from_inside(self, reply: dict[str, Any]) -> str | None:
+        """The signal's name when a signal someone sent ended the command and no one
+        outside the box can have sent it (no timeout, no OOM kill, the container runs)."""
+        name = _SENT_SIGNALS.get(reply.get("signal") or 0)
+        if name is None or reply["timed_out"] or reply.get("oom_kills"):
+            return None
+        container = self._running()
+        container.reload()
+        if container.attrs["State"].get("OOMKilled"):
+            return None
+        return name
 
     def end_agent_session(self) -> SessionEnd:
         channel, self._channel = self._channel, None
         if channel is None:
+            return SessionEnd()
+        if self._session_lost:  # its host is gone: nothing to hang up (stop() kills the rest)
+            channel.close()
             return SessionEnd()
         try:
             with self._lock:
@@ -375,6 +523,9 @@ class DockerEnvironment(Environment):
 
     def install_agent(self, install: AgentInstall) -> None:
         self.agent_install = install
+
+    def run_agent_as(self, user: str) -> None:
+        self._asked_user = user
 
     def agent_binary(self, install: AgentInstall) -> str:
         return install.spec.binary_in_box(install.binary)
@@ -473,3 +624,27 @@ class DockerEnvironment(Environment):
                 if attempt == 2:
                     raise
                 time.sleep(0.5)
+
+
+def _result(reply: dict[str, Any]) -> ExecResult:
+    return ExecResult(exit_code=reply["exit_code"], stdout=reply["stdout"],
+                      stderr=reply["stderr"], timed_out=reply["timed_out"],
+                      duration_s=reply["duration_s"])
+
+
+# Makes the agent's user (argv: name, home) where the image lacks it, without useradd.
+_MAKE_USER = """
+import grp, pwd, sys
+name, home = sys.argv[1], sys.argv[2]
+try:
+    pwd.getpwnam(name)
+except KeyError:
+    taken = {p.pw_uid for p in pwd.getpwall()} | {g.gr_gid for g in grp.getgrall()}
+    uid = next(i for i in range(2000, 60000) if i not in taken)
+    for path, line in (("/etc/group", f"{name}:x:{uid}:"),
+                       ("/etc/passwd", f"{name}:x:{uid}:{uid}:fire-exp agent:{home}:/bin/bash")):
+        with open(path, "a+") as fh:
+            fh.seek(0)
+            text = fh.read()
+            fh.write(("" if not text or text.endswith("\\n") else "\\n") + line + "\\n")
+"""
