@@ -29,7 +29,6 @@ process's labels, so ``fire-exp cleanup`` finds what a killed run left behind.
 
 from __future__ import annotations
 
-import hashlib
 import secrets
 import shlex
 import threading
@@ -43,7 +42,6 @@ from fire_exp.environments import session_host
 from fire_exp.environments.agent_install import AgentInstall
 from fire_exp.environments.archives import extract_archive, tar_file
 from fire_exp.environments.base import (
-    AgentCausedFailure,
     BoxPaths,
     Capability,
     CapturedExec,
@@ -55,6 +53,16 @@ from fire_exp.environments.base import (
 )
 from fire_exp.environments.docker_channel import ExecChannel
 from fire_exp.environments.docker_install import mounts, prepare_cli_image, try_binary
+from fire_exp.environments.docker_session import (
+    AGENT_DIR,
+    AGENT_HOME,
+    CAPTURE_DIR,
+    blame,
+    capture_damage,
+    grant_script,
+    oom_kills,
+    sabotage,
+)
 from fire_exp.environments.egress import EgressProxy, ensure_egress_network, gateway_of
 from fire_exp.environments.images import (
     BASE_IMAGE,
@@ -68,11 +76,6 @@ from fire_exp.tasks.model import Task
 
 HOST_PATH = "/opt/fire-exp/session_host.py"
 LOGS, TESTS, SOLUTION, PORT = "/logs", "/tests", "/solution", 8000
-AGENT_DIR = "/opt/fire-exp/agent"
-AGENT_HOME = f"{AGENT_DIR}/home"
-CAPTURE_DIR = "/opt/fire-exp/capture"  # root's 0700: the CLI's recorded output
-# Signals someone sends (a fault the process caused itself, SIGSEGV or SIGABRT, is not one).
-_SENT_SIGNALS = {1: "SIGHUP", 2: "SIGINT", 3: "SIGQUIT", 9: "SIGKILL", 15: "SIGTERM"}
 _REPLY_MARGIN = 30.0  # seconds past a command's own timeout before the host gives up on it
 _STREAM_S = 7 * 24 * 3600.0  # an open_stream lives as long as the attempt
 _KILL_GRACE_S = 5.0
@@ -320,29 +323,16 @@ class DockerEnvironment(Environment):
         req = self._exec_request(f"exec {command} < /dev/null", timeout, env)
         req["capture"] = CAPTURE_DIR
         reply = self._session_request(req, timeout + _REPLY_MARGIN)
-        files, damage = {}, []
-        for name, made in reply["capture"].items():
+        files = {"stdout": b"", "stderr": b""}  # none: the host could not start the command
+        for name, made in (reply.get("capture") or {}).items():
             try:
-                data = self.read_file(made["path"])
+                files[name] = self.read_file(made["path"])
             except EnvironmentFailure:
-                data = b""
-            files[name] = data
-            if len(data) != made["bytes"] or hashlib.sha256(data).hexdigest() != made["sha256"]:
-                damage.append(f"{name}: {len(data)} bytes where the session host recorded "
-                              f"{made['bytes']}")
+                files[name] = b""
         self.remove(CAPTURE_DIR)
-        result = _result(reply)
-        sabotage = None
-        if damage:
-            sabotage = ("the agent's own processes altered the CLI's output capture after it "
-                        "was recorded (" + "; ".join(damage) + ")")
-        elif reply["holders"]:
-            sabotage = (f"the agent's own processes (pids {reply['holders']}) held the CLI's "
-                        "output streams when it exited; they were killed")
-        elif (signal := self._sent_from_inside(reply)) is not None:
-            sabotage = (f"the agent's own processes killed the CLI with {signal} while the "
-                        "agent ran (the container was running, no out-of-memory kill)")
-        return CapturedExec(result, files["stdout"], files["stderr"], sabotage=sabotage,
+        damage = capture_damage(reply, files)
+        return CapturedExec(_result(reply), files["stdout"], files["stderr"],
+                            sabotage=sabotage(self._running(), reply, damage),
                             intact=not damage)
 
     def _exec_request(self, command: str, timeout: float, env: Mapping[str, str] | None
@@ -370,77 +360,25 @@ class DockerEnvironment(Environment):
             raise self._blame(exc) from exc
 
     def _grant_agent_user(self, user: str) -> None:
-        """Once, before the agent's first command: make ``user`` if the box lacks it (a
-        minimal image may have no ``useradd``) and give it what it writes — the working
-        folder, ``/logs/agent``, its home — and the agent folder's subfolders sticky
-        (it may add files there, never replace the harness's). The rest stays root's."""
+        """Once, before the agent's first command: ``user`` gets what it writes
+        (:func:`docker_session.grant_script`)."""
         if self._granted:
             return
-        workdir = self.paths.workdir
-        if workdir.rstrip("/") == "":
-            raise EnvironmentFailure(f"task {self.task.name}: the working folder is /, which "
-                                     f"cannot be handed to {user}; set [agent] user = "
-                                     '"root" in its task.toml')
-        script = (f"python3 -c {shlex.quote(_MAKE_USER)} {shlex.quote(user)} "
-                  f"{shlex.quote(AGENT_HOME)} && "
-                  f"mkdir -p {shlex.quote(workdir)} {AGENT_HOME} "
-                  f"{in_box(LOGS, AGENT_LOGS)} && chmod 755 {AGENT_DIR} && "
-                  f"chown -R {shlex.quote(user)}: {shlex.quote(workdir)} {AGENT_HOME} "
-                  f"{in_box(LOGS, AGENT_LOGS)} && chmod 700 {AGENT_HOME} && "
-                  f"find {AGENT_DIR} -mindepth 1 -maxdepth 1 -type d ! -path {AGENT_HOME} "
-                  "-exec chmod 1777 {} +")
-        code, out = self._sh(script, user="root")
+        code, out = self._sh(grant_script(self.task, user), user="root")
         if code != 0:
             raise EnvironmentFailure(f"task {self.task.name}: could not prepare the agent's "
                                      f"user {user} (exit {code}: {out.strip()[-400:]})")
         self._granted = True
 
     def _blame(self, exc: EnvironmentFailure) -> EnvironmentFailure:
-        """Whose failure a lost session is, by evidence the agent cannot fake: the engine
-        answers, the container runs, nothing in it was OOM-killed, and the session host is
-        dead or stopped — then only the agent's own processes can have done it."""
+        """Whose failure a lost session is (:func:`docker_session.blame`)."""
         try:
-            container = self._running()
-            container.reload()
-            state = container.attrs["State"]
-            if not state.get("Running") or state.get("OOMKilled"):
-                return exc
-            if self._oom_kills() not in (None, self._oom_base):
-                return exc
-            code, stat = self._sh(f"cat /proc/{self._host_pid}/stat 2>/dev/null")
+            return blame(self._running(), self._sh, self._host_pid, self._oom_base, exc)
         except Exception:  # noqa: BLE001 - no evidence: it stays the box's failure
             return exc
-        fields = stat[stat.rfind(")") + 2:].split() if code == 0 and ")" in stat else []
-        if fields and fields[0] in ("T", "t"):
-            what = "stopped"
-        elif not fields or fields[0] in ("Z", "X"):
-            what = "killed"
-        else:
-            return exc
-        return AgentCausedFailure(f"the agent's own processes {what} its session host: the "
-                                  "container is still running, its engine answers and "
-                                  f"nothing in it was killed for want of memory ({exc})")
 
     def _oom_kills(self) -> int | None:
-        """The container cgroup's out-of-memory kills so far (None: unreadable)."""
-        code, out = self._sh("cat /sys/fs/cgroup/memory.events 2>/dev/null")
-        for line in out.splitlines() if code == 0 else []:
-            key, _, value = line.partition(" ")
-            if key == "oom_kill" and value.strip().isdigit():
-                return int(value)
-        return None
-
-    def _sent_from_inside(self, reply: dict[str, Any]) -> str | None:
-        """The signal's name when a signal someone sent ended the command and no one
-        outside the box can have sent it (no timeout, no OOM kill, the container runs)."""
-        name = _SENT_SIGNALS.get(reply.get("signal") or 0)
-        if name is None or reply["timed_out"] or reply.get("oom_kills"):
-            return None
-        container = self._running()
-        container.reload()
-        if container.attrs["State"].get("OOMKilled"):
-            return None
-        return name
+        return oom_kills(self._sh)
 
     def end_agent_session(self) -> SessionEnd:
         channel, self._channel = self._channel, None
@@ -631,20 +569,3 @@ def _result(reply: dict[str, Any]) -> ExecResult:
                       stderr=reply["stderr"], timed_out=reply["timed_out"],
                       duration_s=reply["duration_s"])
 
-
-# Makes the agent's user (argv: name, home) where the image lacks it, without useradd.
-_MAKE_USER = """
-import grp, pwd, sys
-name, home = sys.argv[1], sys.argv[2]
-try:
-    pwd.getpwnam(name)
-except KeyError:
-    taken = {p.pw_uid for p in pwd.getpwall()} | {g.gr_gid for g in grp.getgrall()}
-    uid = next(i for i in range(2000, 60000) if i not in taken)
-    for path, line in (("/etc/group", f"{name}:x:{uid}:"),
-                       ("/etc/passwd", f"{name}:x:{uid}:{uid}:fire-exp agent:{home}:/bin/bash")):
-        with open(path, "a+") as fh:
-            fh.seek(0)
-            text = fh.read()
-            fh.write(("" if not text or text.endswith("\\n") else "\\n") + line + "\\n")
-"""
