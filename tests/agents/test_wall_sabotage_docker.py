@@ -227,3 +227,17 @@ def test_the_watchdog_kills_the_cli_when_the_harness_is_sigkilled(engine: Any,
             proc.wait()
         for leftover in engine.containers.list(all=True, ignore_removed=True, filters=owned):
             leftover.remove(force=True)
+
+
+def test_the_end_of_the_session_reaches_the_unprivileged_agents_processes(
+        engine: Any, script: Any, tmp_path: Path) -> None:
+    # Root without CAP_SYS_PTRACE cannot read another user's /proc/PID/environ: the host
+    # finds the agent's processes by its user and reads their files as that user.
+    verifier = ("#!/bin/bash\nmkdir -p /logs/verifier\n"
+                "if pgrep -f 'sleep 60[1]' > /dev/null && ! pgrep -f 'sleep 60[0]'; then echo 1; "
+                "else echo 0; fi > /logs/verifier/reward.txt\n")
+    task = make_task(tmp_path / "suite", "session-end-as-agent", test=verifier)
+    script(["env -u FIRE_ATTEMPT sleep 600 > /dev/null 2>&1 &",  # in the session, unmarked
+            "setsid nohup sleep 601 > /dev/null 2>&1 < /dev/null &"])  # a detached service
+    record = attempt(tmp_path, task.path, "baseline", mounted(ClaudeCodeAgent))
+    assert record.cause is None and record.passed, (record.error, record.reward)
