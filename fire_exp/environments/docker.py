@@ -84,6 +84,10 @@ class _ExecStream:
         self._closed.set()
         self._channel.close()  # the process reads end of input
 
+    @property
+    def oversize(self) -> int:
+        return self._channel.oversize
+
 
 def docker_client() -> Any:
     """``docker.from_env()``, or EnvironmentFailure saying the engine cannot be reached."""
