@@ -124,9 +124,10 @@ def test_lines_without_the_token_are_refused_both_ways(channel: Channel) -> None
     with open(f"/proc/{relay}/fd/1", "wb") as stdout:
         stdout.write(b"REQ 0000 2-2 PreToolUse e30=\nREQ 2-2 PreToolUse e30=\n"
                      + f"REQ {TOKEN} 3-3 PreToolUse !!\n".encode())
-    assert channel.shim("Stop", b"{}").returncode == 0  # the channel still serves
-    report = channel.close()
+    # The channel still serves; its answer came down the pipe after the forged ones.
+    assert channel.shim("Stop", b"{}").returncode == 0
     assert not (channel.spool / "answers" / "1-1.out").exists()
+    report = channel.close()
     assert channel.asked == [("Stop", b"{}")]
     assert report["refused"]["bad_token"] == 2 and report["refused"]["malformed"] == 1
     assert any("2 line(s) on the hook channel without the attempt's token" in r
@@ -162,9 +163,15 @@ def test_a_payload_over_the_limit_goes_up_as_its_size_and_is_answered_empty(
     assert report["too_large"] == 1 and report["requests"] == 2 and report["tamper"] == []
 
 
-def test_a_killed_relay_is_reported_lost(channel: Channel) -> None:
-    channel.stream.proc.kill()
-    channel.stream.proc.wait(10)
+@pytest.mark.parametrize("half", ["requests", "answers"])
+def test_a_killed_relay_is_reported_lost(channel: Channel, half: str) -> None:
+    if half == "requests":
+        channel.stream.proc.kill()
+        channel.stream.proc.wait(10)
+    else:  # its child that writes the answers: the other half notices and exits
+        child = subprocess.run(["pgrep", "-P", str(channel.stream.proc.pid)],
+                               capture_output=True, text=True).stdout.split()
+        subprocess.run(["kill", "-9", *child], check=True)
     wait_for(channel.hooks.server.closed.is_set, "the server never saw the stream end")
     report = channel.close()
     assert report["relay_lost"] is True
