@@ -139,13 +139,15 @@ def test_symlinks_and_fifos_in_the_inbox_are_refused(channel: Channel, tmp_path:
     secret.write_text("root's file\n")
     (channel.spool / "inbox" / "1-1.in").symlink_to(secret)
     os.mkfifo(channel.spool / "inbox" / "2-2.in")  # would block a relay that read it
-    channel.submit("1-1 PreToolUse")
-    channel.submit("2-2 PreToolUse")
+    (channel.spool / "inbox" / "3-3.in").mkdir()
+    for request in ("1-1", "2-2", "3-3"):
+        channel.submit(f"{request} PreToolUse")
     assert channel.shim("PreToolUse", b"{}").returncode == 0  # not blocked
     report = channel.close()
     assert channel.asked == [("PreToolUse", b"{}")]
-    assert report["refused"]["odd_file"] == 2
-    assert "2 symlink(s) or special file(s) in the hook inbox" in report["tamper"]
+    assert report["refused"]["odd_file"] == 3
+    assert "3 symlink(s) or special file(s) in the hook inbox" in report["tamper"]
+    assert not list((channel.spool / "work").iterdir())
     assert secret.read_text() == "root's file\n"
 
 

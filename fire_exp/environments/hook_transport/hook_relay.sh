@@ -37,7 +37,7 @@ exec 3<>"$spool/requests"   # read-write: writers never block, EOF never comes
 exec 4<&0
 relay_pid=$$
 # The host closed the stream: the attempt is over, no shim waits for an answer any more.
-trap 'rm -f "$spool"/answers/* "$spool"/work/*; exit 0' TERM
+trap 'rm -rf "$spool"/answers/* "$spool"/work/*; exit 0' TERM
 
 valid_id() { case $1 in '' | *[!0-9-]*) return 1 ;; esac; }
 
@@ -66,7 +66,7 @@ send() {  # send ID EVENT: the request's payload, taken out of the inbox first
   # rename does not follow a symlink; in work/ the agent can no longer swap the file.
   mv -fT "$spool/inbox/$id.in" "$work" 2>/dev/null || return 0
   if [ -L "$work" ] || [ ! -f "$work" ] || [ "$(stat -c %h "$work")" != 1 ]; then
-    rm -f "$work"
+    rm -rf "$work"  # a folder too
     printf 'ODD %s %s\n' "$token" "$id"
     return 0
   fi
