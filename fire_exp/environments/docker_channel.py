@@ -59,6 +59,8 @@ class ExecChannel:
         self._stdout = bytearray()
         self._scanned = 0  # bytes of _stdout already known to hold no newline
         self._skipping = False  # inside an over-long line: drop up to its newline
+        self._frame_left = 0  # bytes of the current frame not read yet
+        self._frame_stdout = True
         self.oversize = 0
         self.peak_buffered = 0
         self.stderr = bytearray()
@@ -87,19 +89,21 @@ class ExecChannel:
 
     def _readline(self, deadline: float) -> bytes:
         while True:
-            line = self._take_line()
+            line = self._take_line()  # after every read: the buffer never passes the cap
             if line is not None:
                 return line
-            header = self._read_exact(_HEADER, deadline)
-            left = int.from_bytes(header[4:8], "big")
-            while left:
-                data = self._recv(min(left, _CHUNK), deadline)
-                left -= len(data)
-                if header[0] == _STDOUT:
-                    self._feed(data)
-                else:
-                    self.stderr.extend(data)
-                    del self.stderr[:-STDERR_KEPT]
+            if not self._frame_left:
+                header = self._read_exact(_HEADER, deadline)
+                self._frame_left = int.from_bytes(header[4:8], "big")
+                self._frame_stdout = header[0] == _STDOUT
+                continue
+            data = self._recv(min(self._frame_left, _CHUNK), deadline)
+            self._frame_left -= len(data)
+            if self._frame_stdout:
+                self._feed(data)
+            else:
+                self.stderr.extend(data)
+                del self.stderr[:-STDERR_KEPT]
 
     def _feed(self, data: bytes) -> None:
         """Append stdout bytes; while skipping an over-long line, drop up to its newline."""
