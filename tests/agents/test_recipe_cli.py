@@ -32,6 +32,7 @@ class ToyCli:
     checked_version = "1.0"
     default_binary = "toy-cli"
     install_hint = "it ships with fire-exp's tests"
+    reports_denied_calls = True  # its output has a {"denied": CMD} line
 
     def files(self, agent_dir: str, settings: Mapping[str, Any] | None) -> dict[str, bytes]:
         if settings is None:
