@@ -80,3 +80,15 @@ def test_guard_rules() -> None:
     # an environment that never started leaves nothing to judge (the rule replaces it)
     panel_families = [object()]
     assert check_attempt(True, panel_families, events=0, agent_ran=False).valid  # type: ignore[arg-type]
+
+
+def test_the_report_says_why_records_are_invalid(tmp_path: Path, script) -> None:  # type: ignore[no-untyped-def]
+    from fire_exp.analysis import analyze
+    from fire_exp.report.accounting import accounting_table
+
+    script.silent |= {f"{T}/real/r0"}
+    panel = build_panel(run_config(tmp_path, arms=("real", "baseline")))
+    run_panel(panel, tmp_path / "run", progress=PlainProgress(0, open("/dev/null", "w")))
+    result = analyze(tmp_path / "run", Path(__file__).parents[2] / "analysis" / "default.yaml")
+    assert result.metadata["invalid_reasons"] == {NO_EVENTS: 1}
+    assert f"invalid records by reason: {NO_EVENTS} 1." in accounting_table(result).notes
