@@ -254,6 +254,7 @@ def _named(what: str, items: Sequence[str]) -> list[str]:
     """One reason for ``items`` of one kind: the first named, the rest counted."""
     if not items:
         return []
-    first = items[0] if len(items[0]) <= 120 else items[0][:117] + "..."
+    first = " ".join(items[0].split())  # one line: a heredoc's newlines are not the record's
+    first = first if len(first) <= 120 else first[:117] + "..."
     more = f" (and {len(items) - 1} more)" if len(items) > 1 else ""
     return [f"{what}: {first}{more}"]
