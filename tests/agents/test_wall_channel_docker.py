@@ -201,14 +201,20 @@ def test_a_whole_attempt_whose_agent_rewrites_the_shim(docker_client: Any, typed
     record = attempt(tmp_path, "recover-wal-orders", "real", mounted(ClaudeCodeAgent))
     assert (agent_logs(tmp_path) / "denied-ran.txt").stat().st_size > 0  # switched off
     report = json.loads((tmp_path / "attempt" / "hooks" / "channel.json").read_text())
-    # UserPromptSubmit and the rewriting command's PreToolUse; nothing after.
-    assert record.cause is None and report["requests"] == 2
+    # UserPromptSubmit and the rewriting command's PreToolUse; nothing after. The channel
+    # saw nothing wrong; reconciling the transcript with those events did.
+    assert record.cause is None and report["requests"] == 2 and report["tamper"] == []
+    assert not record.valid
+    assert record.invalid_reason == f"tool call with no hook event: `{DENIED}`"
 
 
 def test_a_whole_attempt_whose_agent_kills_the_relay(docker_client: Any, typed: Any,
                                                      tmp_path: Path) -> None:
     typed(["pkill -9 -f hook_relay.sh; sleep 2", DENIED])
-    attempt(tmp_path, "recover-wal-orders", "real", mounted(ClaudeCodeAgent))
+    record = attempt(tmp_path, "recover-wal-orders", "real", mounted(ClaudeCodeAgent))
     report = json.loads((tmp_path / "attempt" / "hooks" / "channel.json").read_text())
     assert report["relay_lost"] is True
-    assert "hook relay lost: its stream ended while the agent ran" in report["tamper"]
+    lost = "hook relay lost: its stream ended while the agent ran"
+    assert lost in report["tamper"]
+    summary = json.loads((agent_logs(tmp_path) / "hook-summary.json").read_text())
+    assert not record.valid and f"hook channel: {lost}" in summary["tamper"]
