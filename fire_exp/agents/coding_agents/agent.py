@@ -250,7 +250,8 @@ class CodingCliAgent:
         error. An intact capture is still read back (commands, hook events, cost); one
         that was altered or held is tampering with the record, so the attempt is invalid
         too."""
-        usage, tamper = Usage(), () if run.intact else (run.sabotage or "",)
+        usage = Usage()
+        tamper: tuple[str, ...] = () if run.intact else (run.sabotage or "",)
         if run.intact:
             try:
                 read = self._outcome(session, target, run.result.exit_code,
