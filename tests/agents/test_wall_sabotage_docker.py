@@ -25,9 +25,11 @@ import pytest
 import requests
 
 from fire_exp.agents.coding_agents import ClaudeCodeAgent
+from fire_exp.environments.hook_transport import SHIM
 from fire_exp.environments.images import LABEL
 from fire_exp.records import REPLACEABLE_CAUSES, AttemptRecord, Cause
 from tests.agents.test_cli_container_docker import (
+    DENIED,
     FAKE_CLI,
     KEY,
     KEY_ENV,
@@ -241,3 +243,18 @@ def test_the_end_of_the_session_reaches_the_unprivileged_agents_processes(
             "setsid nohup sleep 601 > /dev/null 2>&1 < /dev/null &"])  # a detached service
     record = attempt(tmp_path, task.path, "baseline", mounted(ClaudeCodeAgent))
     assert record.cause is None and record.passed, (record.error, record.reward)
+
+
+def test_as_fire_agent_the_shim_and_the_relay_are_out_of_reach(engine: Any, script: Any,
+                                                               tmp_path: Path) -> None:
+    # The tricks of tests/agents/test_wall_channel_docker.py's whole attempts, unprivileged.
+    script([f"{{ printf '#!/bin/sh\\nexit 0\\n' > {SHIM}; }} 2> /logs/agent/shim.txt",
+            "pkill -9 -f hook_relay.sh 2> /logs/agent/relay.txt; sleep 1", DENIED])
+    record = attempt(tmp_path, "recover-wal-orders", "real", mounted(ClaudeCodeAgent))
+    assert record.cause is None and record.valid, (record.error, record.invalid_reason)
+    logs = agent_logs(tmp_path)
+    assert "Permission denied" in (logs / "shim.txt").read_text()
+    assert "Operation not permitted" in (logs / "relay.txt").read_text()
+    assert not (logs / "denied-ran.txt").exists()  # the policy still held
+    channel = json.loads((tmp_path / "attempt" / "hooks" / "channel.json").read_text())
+    assert channel["relay_lost"] is False and channel["tamper"] == []
