@@ -10,11 +10,17 @@ and otherwise what the task allows.
   only to the ``host:port`` pairs of the agent's ``egress`` list (the model endpoint) and
   refuses everything else; each decision is logged.
 
-What is enforced: nothing in the container reaches an address off this machine except
-through the proxy, and the proxy reaches only the listed endpoints. What is not: other
-services of this machine that listen on the gateway address (or on all addresses) are
-reachable from the container, and a process in the container can use the proxy too
-(so the agent's commands reach the model endpoint as the CLI does).
+The proxy serves at most :data:`MAX_CONNECTIONS` connections at once, logs each refusal
+and each error, and keeps accepting after any error (descriptors exhausted included).
+
+What is enforced: the container reaches nothing but loopback and the proxy (the packet
+filter of ``egress_firewall.py`` in its own network namespace: not the host's bridge
+addresses, not the gateway's other ports, not the other containers), and the proxy reaches
+only the listed endpoints. What is not: a process in the container can use the proxy too
+(so the agent's commands reach the model endpoint as the CLI does), and can hold the
+proxy's connections (which starves its own CLI, nothing else). A network named
+``fire-exp-egress`` that is not internal, or not fire-exp's, stops the run
+(:func:`check_egress_network`).
 """
 
 from __future__ import annotations
@@ -29,26 +35,69 @@ from typing import Any
 
 from fire_exp.environments.failure import EnvironmentFailure
 from fire_exp.environments.images import LABEL
+from fire_exp.errors import ProtocolError
 
 EGRESS_NETWORK = "fire-exp-egress"
 _NETWORK_LOCK = threading.Lock()
 
 
+_EGRESS_LABELS = {LABEL: "1", f"{LABEL}.kind": "egress"}
+_EGRESS_OPTIONS = {"com.docker.network.bridge.enable_icc": "false"}
+
+
 def ensure_egress_network(client: Any, name: str = EGRESS_NETWORK) -> str:
-    """Create (or reuse) the internal network that only reaches the egress proxy."""
+    """Create (or reuse) the internal network that only reaches the egress proxy.
+
+    A network of that name that is not fire-exp's egress network (internal, bridge driver,
+    no traffic between its containers, fire-exp's labels) is refused: containers on it could
+    reach more than the proxy.
+    """
     import docker.errors
 
     with _NETWORK_LOCK:
-        if client.networks.list(names=[name]):
-            return name
-        try:
-            client.networks.create(name, driver="bridge", internal=True,
-                                   labels={LABEL: "1", f"{LABEL}.kind": "egress"},
-                                   options={"com.docker.network.bridge.enable_icc": "false"})
-        except docker.errors.APIError as exc:
-            if not client.networks.list(names=[name]):  # not a concurrent creation
-                raise EnvironmentFailure(f"cannot create network {name}: {exc}") from exc
+        found = client.networks.list(names=[name])
+        if not found:
+            try:
+                client.networks.create(name, driver="bridge", internal=True,
+                                       labels=_EGRESS_LABELS, options=_EGRESS_OPTIONS)
+            except docker.errors.APIError as exc:
+                found = client.networks.list(names=[name])
+                if not found:  # not a concurrent creation
+                    raise EnvironmentFailure(f"cannot create network {name}: {exc}") from exc
+        for network in found or client.networks.list(names=[name]):
+            check_egress_network(network.attrs)
     return name
+
+
+def check_egress_network(attrs: dict[str, Any]) -> None:
+    """Raise ProtocolError (the run stops) unless ``attrs`` (``docker network inspect``)
+    describe fire-exp's egress network.
+
+    >>> check_egress_network({"Name": "fire-exp-egress", "Driver": "bridge", "Internal": True,
+    ...     "Labels": {"fire-exp": "1", "fire-exp.kind": "egress"},
+    ...     "Options": {"com.docker.network.bridge.enable_icc": "false"}})
+    >>> check_egress_network({"Name": "fire-exp-egress", "Driver": "bridge", "Internal": False,
+    ...     "Labels": {}, "Options": {}})  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    fire_exp.errors.ProtocolError: the Docker network fire-exp-egress is not ...: it is not internal; ...
+    """
+    name = attrs.get("Name", "?")
+    labels, options = attrs.get("Labels") or {}, attrs.get("Options") or {}
+    wrong = [what for what, bad in [
+        (f"its driver is {attrs.get('Driver')!r}, not 'bridge'", attrs.get("Driver") != "bridge"),
+        ("it is not internal", attrs.get("Internal") is not True),
+        (f"its labels {labels} lack {_EGRESS_LABELS}",
+         any(labels.get(k) != v for k, v in _EGRESS_LABELS.items())),
+        (f"its options {options} do not disable traffic between containers",
+         any(options.get(k) != v for k, v in _EGRESS_OPTIONS.items())),
+    ] if bad]
+    if wrong:
+        raise ProtocolError(
+            f"the Docker network {name} is not fire-exp's egress network: {'; '.join(wrong)}. "
+            f"A task without network must reach only the egress proxy: remove that network "
+            f"(docker network rm {name}, once no container uses it) and fire-exp creates "
+            f"its own")
 
 
 def gateway_of(client: Any, network: str) -> str:

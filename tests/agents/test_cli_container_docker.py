@@ -191,30 +191,41 @@ def test_a_no_network_task_reaches_only_the_listed_endpoint(engine: Any, script:
     other = engine.containers.run(BASE_IMAGE, ["python3", "-m", "http.server", "8089"],
                                   detach=True, remove=True,
                                   name=f"fire-exp-test-offhost-{os.getpid()}")
-    upstream = socket.create_server((gateway, 0))
-    port = upstream.getsockname()[1]
-    threading.Thread(target=lambda: upstream.accept()[0].sendall(b"model endpoint\n"),
-                     daemon=True).start()
     try:
         other_ip = _address_when_listening(other, 8089)
     except BaseException:
         other.remove(force=True)
         raise
+    docker0 = other.attrs["NetworkSettings"]["Gateway"]  # the host's address on that bridge
+    upstream = _listener(gateway, b"model endpoint\n")
+    port = upstream.getsockname()[1]
+    # The host's own services: on its docker0 address, and on the egress network's gateway
+    # at a port that is not the proxy's. An internal network alone leaves both reachable.
+    host_side = [_listener(docker0, b"host service\n"), _listener(gateway, b"host service\n")]
     connect = (f"p=${{HTTPS_PROXY#http://}}; exec 3<>/dev/tcp/${{p%:*}}/${{p#*:}}; "
                f"printf 'CONNECT {gateway}:{port} HTTP/1.1\\r\\n\\r\\n' >&3; "
                "timeout 5 cat <&3 > /logs/agent/allowed.txt; true")
+    direct = "".join(
+        f"timeout 5 bash -c 'exec 3<>/dev/tcp/{address}/{sock.getsockname()[1]}; cat <&3' "
+        f"> /logs/agent/host-{i}.txt 2>&1; echo \"exit $?\" >> /logs/agent/host-{i}.txt; "
+        for i, (address, sock) in enumerate(zip((docker0, gateway), host_side, strict=True)))
     script([connect,
             "curl -s -m 5 -p -x $HTTPS_PROXY https://example.org/ > /dev/null; "
             "echo $? > /logs/agent/refused.txt",
             "curl -s -m 3 --noproxy '*' http://1.1.1.1/ > /dev/null; "
             "echo $? > /logs/agent/direct.txt",
             f"curl -s -m 3 --noproxy '*' http://{other_ip}:8089/ > /dev/null; "
-            "echo $? > /logs/agent/offhost.txt"])
+            "echo $? > /logs/agent/offhost.txt",
+            direct,
+            # root in the box cannot lift the wall (no CAP_NET_ADMIN)
+            "ip route del default > /logs/agent/unroute.txt 2>&1; echo $? >> "
+            "/logs/agent/unroute.txt"])
     agent = mounted(ClaudeCodeAgent, egress=[f"{gateway}:{port}"])
     try:
         record = attempt(tmp_path, "csv-column-stats", "baseline", agent)
     finally:
-        upstream.close()
+        for sock in [upstream, *host_side]:
+            sock.close()
         other.remove(force=True)
     assert record.cause is None, record.error
     logs = agent_logs(tmp_path)
@@ -224,9 +235,30 @@ def test_a_no_network_task_reaches_only_the_listed_endpoint(engine: Any, script:
     assert (logs / "direct.txt").read_text().strip() != "0"
     # No route off the host: a machine this host reaches is out of the container's reach.
     assert (logs / "offhost.txt").read_text().strip() not in ("", "0")
+    for i in range(2):  # nor the host's own listeners, on the bridge or beside the proxy
+        tried = (logs / f"host-{i}.txt").read_text()
+        assert "host service" not in tried and "exit 0" not in tried and "exit" in tried, tried
+    assert not (logs / "unroute.txt").read_text().endswith("\n0\n")
     egress = [json.loads(x) for x in (logs / "egress.jsonl").read_text().splitlines()]
     assert [(e["target"], e["allowed"]) for e in egress] == \
         [(f"{gateway}:{port}", True), ("example.org:443", False)]
+
+
+def _listener(address: str, greeting: bytes) -> socket.socket:
+    """A TCP listener on ``address`` that greets each connection (until it is closed)."""
+    server = socket.create_server((address, 0))
+
+    def serve() -> None:
+        while True:
+            try:
+                conn, _ = server.accept()
+            except OSError:
+                return
+            with conn:
+                conn.sendall(greeting)
+
+    threading.Thread(target=serve, daemon=True).start()
+    return server
 
 
 def _address_when_listening(container: Any, port: int) -> str:
