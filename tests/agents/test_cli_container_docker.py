@@ -8,6 +8,7 @@ the container is written to /logs/agent, which the attempt copies out.
 
 from __future__ import annotations
 
+import base64
 import json
 import os
 import signal
@@ -16,6 +17,7 @@ import subprocess
 import sys
 import threading
 import time
+import uuid
 from pathlib import Path
 from typing import Any
 
@@ -113,6 +115,34 @@ def test_claude_code_in_the_container_is_denied_and_the_verifier_sees_its_work(
     for path in (tmp_path / "attempt").rglob("*"):
         if path.is_file():
             assert KEY.encode() not in path.read_bytes(), path
+    assert KEY not in record_to_line(record)
+
+
+def test_a_key_the_agent_typed_or_encoded_is_masked_in_every_file_of_the_attempt(
+        engine: Any, script: Any, tmp_path: Path) -> None:
+    # The model reads env, then types the key into commands and writes a base64 copy: the
+    # hook state and activity log, the CLI's output, /logs and the record all hold it.
+    marker = "marker-" + uuid.uuid4().hex  # not a secret: it must survive everywhere
+    script(["env > /dev/null",
+            f"echo {marker} {KEY} > /tmp/typed.txt",
+            f"printf %s {KEY} | base64 > /logs/agent/b64.txt",
+            f"printf 'xy%s' {KEY} | base64 -w0 > /logs/agent/b64-shifted.txt",
+            f"echo {marker} > /logs/agent/marker.txt"])
+    record = attempt(tmp_path, "recover-wal-orders", "real", mounted(ClaudeCodeAgent))
+    assert record.cause is None, record.error
+    root = tmp_path / "attempt"
+    activity = root / "hooks" / "state" / "activity.jsonl"
+    assert marker in activity.read_text()  # the hook state saw the typed command
+    assert marker in (root / "logs" / "agent" / "commands.jsonl").read_text()
+    assert (root / "logs" / "agent" / "marker.txt").read_text() == f"{marker}\n"
+    copies = [KEY.encode(), base64.b64encode(KEY.encode())[1:-3],
+              base64.b64encode(b"xy" + KEY.encode())[4:-4]]
+    files = [p for p in root.rglob("*") if p.is_file() and not p.is_symlink()]
+    assert activity in files
+    for path in files:
+        data = path.read_bytes()
+        assert not [c for c in copies if c in data.replace(b"\n", b"")], path
+    assert (root / "logs" / "agent" / "b64.txt").read_bytes().startswith(b"***")
     assert KEY not in record_to_line(record)
 
 
