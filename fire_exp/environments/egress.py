@@ -55,18 +55,23 @@ def ensure_egress_network(client: Any, name: str = EGRESS_NETWORK) -> str:
     import docker.errors
 
     with _NETWORK_LOCK:
-        found = client.networks.list(names=[name])
+        found = _named(client, name)
         if not found:
             try:
                 client.networks.create(name, driver="bridge", internal=True,
                                        labels=_EGRESS_LABELS, options=_EGRESS_OPTIONS)
             except docker.errors.APIError as exc:
-                found = client.networks.list(names=[name])
+                found = _named(client, name)
                 if not found:  # not a concurrent creation
                     raise EnvironmentFailure(f"cannot create network {name}: {exc}") from exc
-        for network in found or client.networks.list(names=[name]):
+        for network in found or _named(client, name):
             check_egress_network(network.attrs)
     return name
+
+
+def _named(client: Any, name: str) -> list[Any]:
+    """The networks called exactly ``name`` (the engine's name filter matches any part)."""
+    return [n for n in client.networks.list(names=[name]) if n.name == name]
 
 
 def check_egress_network(attrs: dict[str, Any]) -> None:
@@ -102,7 +107,7 @@ def check_egress_network(attrs: dict[str, Any]) -> None:
 
 def gateway_of(client: Any, network: str) -> str:
     """The host's address on ``network`` (where the egress proxy listens)."""
-    found = client.networks.list(names=[network])
+    found = _named(client, network)
     configs = (found[0].attrs.get("IPAM") or {}).get("Config") or [] if found else []
     for config in configs:
         if config.get("Gateway"):

@@ -12,7 +12,7 @@ import docker.errors
 import pytest
 
 from fire_exp.environments.docker_cleanup import CleanupReport, remove_idle_networks
-from fire_exp.environments.egress import ensure_egress_network
+from fire_exp.environments.egress import ensure_egress_network, gateway_of
 from fire_exp.environments.images import BASE_IMAGE, LABEL
 from fire_exp.errors import ProtocolError
 
@@ -59,12 +59,15 @@ def test_a_network_of_the_egress_name_that_is_not_internal_stops_the_run(
 def test_the_egress_network_is_made_internal_and_reused(docker_client: Any,
                                                         made: list[Any]) -> None:
     name = _name("egress")
+    # The engine's name filter matches any part of a name: a network whose name holds the
+    # egress network's is neither checked nor taken for it.
+    made.append(docker_client.networks.create(f"old-{name}-2", driver="bridge"))
     assert ensure_egress_network(docker_client, name) == name
     network = docker_client.networks.get(name)
     made.append(network)
     assert network.attrs["Internal"] is True and network.attrs["Driver"] == "bridge"
     assert ensure_egress_network(docker_client, name) == name  # checked, then reused
-    assert [n.id for n in docker_client.networks.list(names=[name])] == [network.id]
+    assert gateway_of(docker_client, name) == network.attrs["IPAM"]["Config"][0]["Gateway"]
 
 
 def test_cleanup_keeps_a_network_a_container_uses_and_removes_it_once_idle(
