@@ -50,7 +50,7 @@ from fire_exp.environments.base import (
 from fire_exp.environments.docker_channel import ExecChannel
 from fire_exp.environments.docker_install import mounts, prepare_cli_image, try_binary
 from fire_exp.environments.egress import EgressProxy, ensure_egress_network, gateway_of
-from fire_exp.environments.egress_firewall import confine_to_proxy
+from fire_exp.environments.egress_firewall import HOW_TO_FIX, cannot_confine, confine_to_proxy
 from fire_exp.environments.images import (
     BASE_IMAGE,
     LABEL,
@@ -403,7 +403,14 @@ class DockerEnvironment(Environment):
                       base_image: str = BASE_IMAGE, bootstrap_base: bool = True,
                       **params: Any) -> None:
         """Install the CLI into every task's image (cached) and run ``command -v BINARY``
-        in a throwaway container of each, so a broken install step stops the panel."""
+        in a throwaway container of each, so a broken install step stops the panel; a task
+        without network needs the egress filter (``egress_firewall.py``) this process can
+        install, or the panel stops before its first attempt."""
+        if any(task.environment.network_mode != "public" for task in tasks):
+            reason = cannot_confine()
+            if reason is not None:
+                raise PreflightError(f"environment=docker, agent={install.agent}: {reason}",
+                                     HOW_TO_FIX)
         client = docker_client()
         tried: set[str] = set()
         try:

@@ -24,7 +24,7 @@ from typing import Any
 
 from fire_exp.environments.failure import EnvironmentFailure
 
-__all__ = ["confine_to_proxy", "filter_rules"]
+__all__ = ["HOW_TO_FIX", "cannot_confine", "confine_to_proxy", "filter_rules"]
 
 _TIMEOUT_S = 30.0
 
@@ -78,21 +78,32 @@ def _namespace_of(container: Any) -> int:
     return fd
 
 
+_TOOLS = ("nsenter", "iptables-restore", "ip6tables-restore")
+HOW_TO_FIX = ('run fire-exp as root on the Docker engine\'s host, or give the task '
+              'network_mode = "public"')
+
+
+def cannot_confine() -> str | None:
+    """Why this process cannot install the filter (None: it can)."""
+    missing = [name for name in _TOOLS if shutil.which(name) is None]
+    if os.geteuid() != 0:
+        missing.insert(0, "root")
+    if not missing:
+        return None
+    return (f"confining a container without network to its egress proxy needs root and "
+            f"{', '.join(_TOOLS)} on the Docker host (missing: {', '.join(missing)})")
+
+
 def confine_to_proxy(container: Any, gateway: str | None = None, port: int | None = None
                      ) -> None:
     """Let ``container`` reach only loopback and ``gateway:port`` (with None: loopback only).
 
     Raises EnvironmentFailure (the attempt fails closed) when the rules cannot be installed.
     """
-    tools = {name: shutil.which(name) for name in ("nsenter", "iptables-restore",
-                                                   "ip6tables-restore")}
-    missing = [name for name, path in tools.items() if path is None]
-    if missing or os.geteuid() != 0:
-        raise EnvironmentFailure(
-            f"confining container {container.name} to its egress proxy needs root and "
-            f"{', '.join(tools)} on the Docker host (missing: {', '.join(missing) or 'root'}); "
-            f"run fire-exp as root on the engine's host, or give the task "
-            f'network_mode = "public"')
+    reason = cannot_confine()
+    if reason is not None:
+        raise EnvironmentFailure(f"container {container.name}: {reason}; {HOW_TO_FIX}")
+    tools = {name: shutil.which(name) for name in _TOOLS}
     fd = _namespace_of(container)
     try:
         for restore, rules in ((tools["iptables-restore"], filter_rules(gateway, port)),

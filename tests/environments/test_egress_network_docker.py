@@ -4,8 +4,11 @@ network a container uses (a real Docker engine; networks made here carry this te
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
 import uuid
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import docker.errors
@@ -15,6 +18,7 @@ from fire_exp.environments.docker_cleanup import CleanupReport, remove_idle_netw
 from fire_exp.environments.egress import ensure_egress_network, gateway_of
 from fire_exp.environments.images import BASE_IMAGE, LABEL
 from fire_exp.errors import ProtocolError
+from tests.ci import missing
 
 pytestmark = pytest.mark.docker
 
@@ -90,3 +94,33 @@ def test_cleanup_keeps_a_network_a_container_uses_and_removes_it_once_idle(
     remove_idle_networks(docker_client, report, labels=(f"{LABEL}.test={tag}",))
     assert report.networks == [name] and report.kept_networks == []
     assert not _exists(docker_client, name)
+
+
+_UNPRIVILEGED = """
+import os, sys
+from fire_exp.agents.coding_agents import ClaudeCodeAgent
+from fire_exp.environments.docker import DockerEnvironment
+from fire_exp.errors import PreflightError
+from fire_exp.paths import SUITES_DIR
+from fire_exp.tasks.loader import load_task
+agent = ClaudeCodeAgent(install={"host_binary": "/bin/true"})
+task = load_task(SUITES_DIR / "fire-mini" / sys.argv[1])
+os.seteuid(65534)  # nobody from here on: no root to enter a container's namespace
+try:
+    DockerEnvironment.prepare_agent(agent.install, [task])
+except PreflightError as exc:
+    print(exc)
+"""
+
+
+def test_a_harness_that_cannot_install_the_egress_filter_stops_before_the_first_attempt(
+        ) -> None:
+    if os.geteuid() != 0:
+        missing("root (the test drops it to play an unprivileged harness)")
+    root = Path(__file__).resolve().parents[2]
+    done = subprocess.run([sys.executable, "-c", _UNPRIVILEGED, "csv-column-stats"],
+                          capture_output=True, text=True, timeout=120, cwd="/",
+                          env=os.environ | {"PYTHONPATH": str(root)})
+    assert done.returncode == 0, done.stderr
+    assert "missing: root" in done.stdout and 'network_mode = "public"' in done.stdout, \
+        done.stdout
