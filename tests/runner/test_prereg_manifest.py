@@ -150,8 +150,8 @@ def test_the_manifest_holds_every_item_with_its_path_and_hash(inputs: Inputs) ->
 
 def test_the_manifest_is_written_whole_as_indented_json(inputs: Inputs) -> None:
     text = inputs.manifest.read_text(encoding="utf-8")
-    assert text.endswith("}\n") and text.startswith('{\n "format"')
-    assert not list(inputs.manifest.parent.glob("*.tmp"))
+    assert text == json.dumps(json.loads(text), indent=1) + "\n"
+    assert [p.name for p in inputs.manifest.parent.iterdir()] == [inputs.manifest.name]
 
 
 def test_the_harness_is_every_py_and_sh_file_of_the_package_but_the_suites() -> None:
@@ -184,9 +184,9 @@ def test_a_power_record_leaves_the_hashes_and_verification_alone(inputs: Inputs)
     before = json.loads(inputs.manifest.read_text())
     after = record_power(inputs.manifest, {"n": 40, "power": 0.8})
     assert after == {**before, "power": {"n": 40, "power": 0.8}}
-    assert json.loads(inputs.manifest.read_text()) == after
-    assert inputs.manifest.read_text().endswith("}\n")
-    assert not list(inputs.manifest.parent.glob("*.tmp"))
+    # written whole, in the manifest's own format, nothing left beside it
+    assert inputs.manifest.read_text(encoding="utf-8") == json.dumps(after, indent=1) + "\n"
+    assert [p.name for p in inputs.manifest.parent.iterdir()] == [inputs.manifest.name]
     assert verify_manifest(inputs.panel(), inputs.manifest) == after
 
 
@@ -245,6 +245,14 @@ def test_a_task_file_changed_added_or_removed_is_named_with_both_hashes(
         f"{inputs.manifest}: {task}/{name} ({state}) changed since freezing "
         f"(task:{TASKS[1]}): frozen sha256 {old[:16]}…, now {new[:16]}…. Restore it, or "
         "re-freeze the panel (a new preregistration) before running")
+
+
+def test_a_task_hash_edited_in_the_manifest_names_the_task_folder(inputs: Inputs) -> None:
+    """Every file of the task still matches: the refusal names the task, not a file."""
+    inputs.edit(lambda m: m["hashes"][f"task:{TASKS[0]}"].update(sha256="0" * 64))
+    assert inputs.refusal().startswith(f"{inputs.manifest}: {inputs.suite / TASKS[0]} changed "
+                                       f"since freezing (task:{TASKS[0]}): frozen sha256 "
+                                       "0000000000000000…")
 
 
 def test_a_task_change_without_the_files_recorded_names_the_task(inputs: Inputs) -> None:
