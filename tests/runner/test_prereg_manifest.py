@@ -193,8 +193,10 @@ def test_a_power_record_leaves_the_hashes_and_verification_alone(inputs: Inputs)
 def test_an_invalid_plan_is_never_frozen(inputs: Inputs) -> None:
     inputs.plan.write_text(PLAN.replace("real - baseline", "real - sham"))
     target = inputs.root / "other.json"
-    with pytest.raises(InputError, match=r"\[.baseline.\] are not in the plan"):
+    with pytest.raises(InputError) as err:
         write_manifest(inputs.panel(), target)
+    assert str(err.value).startswith(f"{inputs.plan}: arms: the panel's arm(s) ['baseline'] "
+                                     "are not in the plan")
     assert not target.exists()
     with pytest.raises(InputError, match=r"\[.baseline.\] are not in the plan"):
         verify_manifest(inputs.panel(), inputs.manifest)
@@ -329,3 +331,18 @@ def test_a_schedule_that_is_not_a_list_is_refused(inputs: Inputs) -> None:
     assert inputs.refusal().startswith(f"{inputs.manifest}: schedule differs from the schedule")
     inputs.edit(lambda m: m.pop("schedule"))
     assert inputs.refusal().startswith(f"{inputs.manifest}: schedule differs from the schedule")
+
+
+def test_an_arm_with_its_own_agent_freezes_that_agent_as_composed(inputs: Inputs) -> None:
+    inputs.plan.write_text(PLAN.replace("real - baseline", "strong - baseline"))
+    panel = inputs.panel("panel.arms=[strong,baseline]",
+                         "+panel.declare={strong: {agent: {tier: strong}}}")
+    agent = panel.arm_agents["strong"]
+    hashes = build_manifest(panel)["hashes"]
+    composed = json.dumps({"name": agent.name, "params": dict(agent.params)}, sort_keys=True,
+                          default=list)
+    assert hashes["arm_agent:strong"] == {
+        "path": f"{CONFIG_DIR / 'panel' / 'fire-mini.yaml'} (agent {agent.name}, values as "
+                "composed)", "sha256": sha(composed.encode())}
+    assert dict(agent.params)["tier"] == "strong"
+    assert "arm_agent:baseline" not in hashes and "arm_agent_file:strong" not in hashes
