@@ -26,6 +26,7 @@ from fire_exp.analysis.ablation import ablation_contrasts
 from fire_exp.analysis.accounting import (
     RunStatus,
     accounting_frame,
+    node_losses,
     prereg_frame,
     run_status,
     tier_label,
@@ -383,6 +384,7 @@ def _metadata(choice: PlanChoice, inputs: RunInputs, att: pd.DataFrame, k: int,
             "n_records": loaded.n_records, "n_scored": len(att),
             "n_invalid": loaded.n_invalid, "n_superseded": loaded.n_superseded,
             "n_infrastructure_failures": int(att["infrastructure_failure"].sum()),
+            "node_losses": node_losses(inputs.records.finished) if inputs.records else [],
             "torn_tail": loaded.torn_tail,
             "prereg": {key: manifest[key] for key in ("panel", "frozen_at", "harness_version",
                                                       "seed") if key in manifest}}

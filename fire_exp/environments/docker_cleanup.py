@@ -8,6 +8,11 @@ owning process is gone, and its run folder's lock (``attempts.lock``) is free. E
 else is kept: another host's containers (its pids mean nothing here), a live run's, and
 ``keep_container`` ones, which only ``fire-exp cleanup --run RUN`` or ``--all`` removes.
 Engines shared by several panels are therefore safe: a run start removes only the dead.
+
+On a Ray node the owner is the node's Ray worker, which outlives its attempts, so a dead
+owner is not the only proof: an attempt there makes its scratch folder before its container
+and removes it once the attempt has ended (``runner/ray_executor.py``), so a container whose
+scratch folder is gone is an ended attempt's, whatever its owner (``scratch=``).
 """
 
 from __future__ import annotations
@@ -59,17 +64,23 @@ def lock_free(run_dir: Path) -> bool:
         os.close(fd)
 
 
-def why_kept(labels: dict[str, str], *, own_run: Path | None = None) -> str | None:
+def why_kept(labels: dict[str, str], *, own_run: Path | None = None,
+             scratch: Path | None = None) -> str | None:
     """Why a container is not provably dead (None: it is, and may go).
 
     Args:
         labels: the container's labels.
         own_run: the run folder the caller holds the lock of; containers of that run made
             by another (dead) process are a dead driver's, as in ``runner.cleanup.reap``.
+        scratch: a Ray node's scratch root; a container whose run folder lay in a scratch
+            folder under it that is gone belongs to an attempt that has ended.
     """
     host = labels.get(f"{LABEL}.owner-host")
     if host != socket.gethostname():
         return f"made on host {host or 'unknown'}, not this one"
+    if scratch is not None and labels.get(f"{LABEL}.keep") != "1" and \
+            _scratch_gone(labels.get(f"{LABEL}.run-dir"), scratch):
+        return None
     try:
         pid = int(labels.get(f"{LABEL}.owner-pid", ""))
     except ValueError:
@@ -86,12 +97,23 @@ def why_kept(labels: dict[str, str], *, own_run: Path | None = None) -> str | No
     return None
 
 
+def _scratch_gone(run_dir: str | None, scratch: Path) -> bool:
+    """Whether ``run_dir`` lay in an attempt's scratch folder under ``scratch`` that is gone."""
+    if not run_dir:
+        return False
+    try:
+        folder = Path(run_dir).relative_to(scratch.resolve()).parts[0]
+    except (ValueError, IndexError):
+        return False  # not a scratch folder of this node
+    return not (scratch / folder).exists()
+
+
 def _removable(container: Any, run: str | None, everything: bool,
-               own_run: Path | None) -> str | None:
+               own_run: Path | None, scratch: Path | None) -> str | None:
     labels = container.labels or {}
     if everything:
         return None
-    reason = why_kept(labels, own_run=own_run)
+    reason = why_kept(labels, own_run=own_run, scratch=scratch)
     named = run is not None and labels.get(f"{LABEL}.run") == run
     if named and reason == "kept for inspection (keep_container)":
         return None  # --run RUN asks for this run's kept containers too
@@ -100,7 +122,7 @@ def _removable(container: Any, run: str | None, everything: bool,
 
 def cleanup(client: Any, *, everything: bool = False, images: bool = False,
             base: bool = False, run: str | None = None,
-            own_run: Path | None = None) -> CleanupReport:
+            own_run: Path | None = None, scratch: Path | None = None) -> CleanupReport:
     """Remove fire-exp's provably dead containers (or all), then networks and images.
 
     Args:
@@ -109,6 +131,7 @@ def cleanup(client: Any, *, everything: bool = False, images: bool = False,
         images, base: also remove the task images / the base images.
         run: only containers of the run of this name (``fire-exp.run``).
         own_run: the caller's locked run folder (a run start).
+        scratch: a Ray node's scratch root (see :func:`why_kept`).
     """
     report = CleanupReport()
     filters = [f"{LABEL}=1"] + ([f"{LABEL}.run={run}"] if run is not None else [])
@@ -116,7 +139,7 @@ def cleanup(client: Any, *, everything: bool = False, images: bool = False,
     # inspection of each (two panels on one engine); that container is simply gone.
     for container in client.containers.list(all=True, filters={"label": filters},
                                             ignore_removed=True):
-        reason = _removable(container, run, everything, own_run)
+        reason = _removable(container, run, everything, own_run, scratch)
         if reason is not None:
             report.kept.append((container.name, reason))
             continue

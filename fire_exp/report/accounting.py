@@ -27,7 +27,14 @@ def accounting_table(result: AnalysisResult) -> ReportTable:
         notes=("finished records include replaced and invalid ones; scored = one per "
                "(task, arm, replicate) after the frozen replacement rule; invalid records "
                "are excluded from scoring.",
-               "scheduled: the preregistered schedule (prereg.json); '–' without one."))
+               "scheduled: the preregistered schedule (prereg.json); '–' without one.",
+               *_losses(result)))
+
+
+def _losses(result: AnalysisResult) -> list[str]:
+    """What losing Ray nodes cost (analysis.accounting.node_losses), one note per node."""
+    lines = result.metadata.get("node_losses")
+    return [str(line) for line in lines] if isinstance(lines, list) else []
 
 
 def prereg_table(result: AnalysisResult) -> ReportTable:
