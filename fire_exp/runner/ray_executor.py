@@ -328,10 +328,20 @@ class NodePool:
             self.prepared[node.node_id] = node
 
     def ready(self, ray: Any, panel: Panel, report: Report) -> list[Node]:
-        """The live, prepared nodes; a node that joined starts its preparation now."""
+        """The live, prepared nodes; a node that joined starts its preparation now, a node
+        that died is dropped with its preparation."""
         if self.pending:
             self._settle(ray, report, refuse=False, timeout=0)
         alive = alive_nodes(ray)
+        ids = {n.node_id for n in alive}
+        for ref, node in list(self.pending.items()):
+            if node.node_id not in ids:  # a task pinned to a dead node may never end
+                del self.pending[ref]
+                try:
+                    ray.cancel(ref, force=True)
+                except Exception:  # noqa: BLE001, S110 - the node is gone; nothing to stop
+                    pass
+                report(f"node {node.name}: left out: the node died")
         self.prepare(ray, panel, [n for n in alive if n.node_id not in self.prepared],
                      report, wait=False)
         return [n for n in alive if n.node_id in self.prepared]
