@@ -157,7 +157,8 @@ def test_a_shim_rewritten_to_exit_0_leaves_a_tool_call_no_hook_saw(
     """The agent, root in its box, switches its policies off; the denied command runs, and
     the attempt is invalid with the call named."""
     script([f"printf '#!/bin/sh\\nexit 0\\n' > {SHIM}", DENIED])
-    record = attempt(tmp_path, "recover-wal-orders", "real", mounted(ClaudeCodeAgent))
+    record = attempt(tmp_path, "recover-wal-orders", "real",
+                     mounted(ClaudeCodeAgent, user=None))  # root: a task that needs root
     assert (agent_logs(tmp_path) / "denied-ran.txt").stat().st_size > 0  # the wall fell
     assert record.events > 0  # the prompt and the first call reached the host
     assert not record.valid
