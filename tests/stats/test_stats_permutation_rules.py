@@ -8,7 +8,7 @@ from __future__ import annotations
 import itertools
 import re
 from fractions import Fraction
-from math import lcm
+from math import comb, lcm
 
 import numpy as np
 import pytest
@@ -195,21 +195,26 @@ def test_past_62_tasks_the_null_is_a_probability_in_floats() -> None:
 
 
 def test_a_long_null_convolved_by_fft_matches_integer_counts() -> None:
-    # 120 tasks of magnitudes up to 90: partial nulls thousands long, so the float
-    # convolution goes through the FFT (size products past 4 million).
-    mags = (np.arange(120) % 90 + 1).tolist()
-    d = np.array(mags, dtype=float) * np.where(np.arange(120) % 3 == 0, -1, 1)
-    counts = _null_counts(mags)
-    total = sum(mags)
-    obs = abs(int(d.sum()))
-    tail = sum(c for t, c in enumerate(counts) if abs(2 * t - total) >= obs)
-    res = sign_flip_test(d)
-    assert res.method == "exact-lattice"
-    assert res.p_value == pytest.approx(tail / 2**120, rel=1e-9)
-    values, copies = np.unique(mags, return_counts=True)
-    null = lattice_null(values.tolist(), copies.tolist())
-    assert np.all(null >= 0)
-    assert null == pytest.approx([c / 2**120 for c in counts], rel=1e-6, abs=1e-15)
+    # 2,048 tasks of magnitude 1, then 64 of magnitude 32: the second convolution multiplies
+    # 2,049 by 2,049 entries (past 4 million: by FFT) into 4,097 = 2^12 + 1, the length
+    # where a transform one power of two short would wrap its last entry around.
+    null = lattice_null([1, 32], [2048, 64])
+    ones = [comb(2048, j) for j in range(2049)]
+    counts = [0] * 4097
+    for i in range(65):
+        for j, c in enumerate(ones):
+            counts[32 * i + j] += comb(64, i) * c
+    exact = np.array([c / 2**2112 for c in counts])  # int / int: correctly rounded
+    assert null.size == 4097 and null.min() >= 0.0  # FFT noise below 0 is clipped
+    assert np.max(np.abs(null - exact)) < 1e-14
+
+
+def test_enumeration_over_several_blocks_counts_every_block() -> None:
+    # 20 tasks: 2^10 left half sums, compared with the right half 256 rows at a time
+    k = np.random.default_rng(3).integers(1, 4, 20) * np.where(np.arange(20) % 3, 1, -1)
+    off = sign_flip_test(k * np.sqrt(2) / 10)
+    assert off.method == "exact-enumeration"
+    assert off.p_value == sign_flip_test(k.astype(float)).p_value
 
 
 # --- Monte Carlo: p = (1 + hits) / (1 + B) --------------------------------------------
