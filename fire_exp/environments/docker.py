@@ -10,7 +10,8 @@ Per attempt it
    no network at all; fire-exp has no allowlist proxy, so it fails closed);
    With a coding-agent CLI (``install_agent``), the image derived with the CLI in it
    (``docker_install.py``) and, for a task without network, the internal egress network
-   whose only way out is the egress proxy (``egress.py``);
+   whose only way out is the egress proxy (``egress.py``), the container's own packet
+   filter letting it reach nothing but loopback and the proxy (``egress_firewall.py``);
 3. starts the agent's session host (``session_host.py``, run by the container's
    ``python3``) as the process of one ``docker exec`` with its stdin attached; each agent
    command is one request on that socket, a ``bash -c`` child of the session leader;
@@ -49,6 +50,7 @@ from fire_exp.environments.base import (
 from fire_exp.environments.docker_channel import ExecChannel
 from fire_exp.environments.docker_install import mounts, prepare_cli_image, try_binary
 from fire_exp.environments.egress import EgressProxy, ensure_egress_network, gateway_of
+from fire_exp.environments.egress_firewall import HOW_TO_FIX, cannot_confine, confine_to_proxy
 from fire_exp.environments.images import (
     BASE_IMAGE,
     LABEL,
@@ -83,6 +85,10 @@ class _ExecStream:
     def close(self) -> None:
         self._closed.set()
         self._channel.close()  # the process reads end of input
+
+    @property
+    def oversize(self) -> int:
+        return self._channel.oversize
 
 
 def docker_client() -> Any:
@@ -215,7 +221,7 @@ class DockerEnvironment(Environment):
         self.network = network
         name = f"fire-exp-{slug(self.attempt_id, 40)}-{secrets.token_hex(3)}"
         try:
-            return self._client.containers.run(
+            container = self._client.containers.run(
                 self.image, entrypoint=["sleep", "infinity"], command=[], detach=True,
                 init=True, name=name, labels=self.labels(),
                 environment=env.env | self.box_env(),
@@ -227,6 +233,16 @@ class DockerEnvironment(Environment):
             self._remove_named(name)
             raise EnvironmentFailure(f"task {self.task.name}: the container did not start: "
                                      f"{exc}") from exc
+        if self._on_egress_network():
+            try:  # loopback only, before anything runs in it; open_egress adds the proxy
+                confine_to_proxy(container)
+            except EnvironmentFailure:
+                self._remove_named(name)
+                raise
+        return container
+
+    def _on_egress_network(self) -> bool:
+        return self.network not in (None, "none", self.public_network)
 
     def _remove_named(self, name: str) -> None:
         try:
@@ -364,14 +380,22 @@ class DockerEnvironment(Environment):
     def open_stream(self, argv: Sequence[str]) -> _ExecStream:
         container = self._running()
         api = self._client.api
+        # As root whatever the image's USER: the stream is the harness's (the hook relay).
         exec_id = api.exec_create(container.id, list(argv), stdin=True, stdout=True,
-                                  stderr=True, tty=False, workdir="/")["Id"]
+                                  stderr=True, tty=False, workdir="/", user="0:0")["Id"]
         return _ExecStream(api.exec_start(exec_id, socket=True))
 
     def open_egress(self, allowed: Sequence[str], log_path: Path) -> EgressProxy | None:
-        if self.network in (None, "none", self.public_network):
+        if self.network is None or not self._on_egress_network():
             return None  # the task's own network: public, or none at all (fails closed)
-        return EgressProxy(gateway_of(self._client, self.network), list(allowed), log_path)
+        gateway = gateway_of(self._client, self.network)
+        proxy = EgressProxy(gateway, list(allowed), log_path)
+        try:  # from now on the container reaches the proxy, and nothing else but loopback
+            confine_to_proxy(self._running(), gateway, proxy.port)
+        except BaseException:
+            proxy.close()
+            raise
+        return proxy
 
     def install_agent(self, install: AgentInstall) -> None:
         self.agent_install = install
@@ -384,7 +408,14 @@ class DockerEnvironment(Environment):
                       base_image: str = BASE_IMAGE, bootstrap_base: bool = True,
                       **params: Any) -> None:
         """Install the CLI into every task's image (cached) and run ``command -v BINARY``
-        in a throwaway container of each, so a broken install step stops the panel."""
+        in a throwaway container of each, so a broken install step stops the panel; a task
+        without network needs the egress filter (``egress_firewall.py``) this process can
+        install, or the panel stops before its first attempt."""
+        if any(task.environment.network_mode != "public" for task in tasks):
+            reason = cannot_confine()
+            if reason is not None:
+                raise PreflightError(f"environment=docker, agent={install.agent}: {reason}",
+                                     HOW_TO_FIX)
         client = docker_client()
         tried: set[str] = set()
         try:
