@@ -247,3 +247,13 @@ def test_monte_carlo_agrees_with_the_exact_null_at_every_byte_and_word_boundary(
                              rng=np.random.default_rng(m))
         assert abs(res.p_value - exact) < 4.5 * np.sqrt(exact * (1 - exact) / 4000) + 1e-9, (
             m, lattice)
+
+
+def test_a_float_null_whose_mass_rounds_above_one_still_gives_p_at_most_one() -> None:
+    # 2,001 tasks of magnitude 1: the Binomial(2001, 1/2) in log space sums to 1 + 2e-12;
+    # S = ±1 is the least extreme sum, so every sign vector counts and p is exactly 1
+    null = lattice_null([1], [2001])
+    assert null.sum() > 1.0  # the case this test is about
+    assert lattice_p_by_sum(null, 2001)[:2].tolist() == [1.0, 1.0]
+    d = np.r_[np.ones(1001), -np.ones(1000)]
+    assert sign_flip_test(d).p_value == 1.0
