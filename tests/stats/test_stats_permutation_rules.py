@@ -101,6 +101,11 @@ def test_a_given_lattice_is_used_only_where_the_data_lie_on_it() -> None:
         assert sign_flip_test(d, lattice=off).method == "exact-enumeration"
     assert len({sign_flip_test(d, lattice=k).p_value for k in (2, 3, 4, False)}) == 1
     assert sign_flip_test(d).p_value == _brute_p(d)
+    # within 1e-9 of a multiple of 1/K in units of 1/K, absolutely: 2e-9 or 1e-7 off is not
+    for off in (2e-9, 1e-7):
+        near = sign_flip_test(d + np.r_[off, np.zeros(5)], lattice=2)
+        assert near.method == "exact-enumeration", off
+    assert sign_flip_test(d + np.r_[2e-10, np.zeros(5)], lattice=2).method == "exact-lattice"
 
 
 # --- every field of an exact result ---------------------------------------------------
