@@ -262,3 +262,16 @@ def test_a_float_null_whose_mass_rounds_above_one_still_gives_p_at_most_one() ->
     assert lattice_p_by_sum(null, 2001)[:2].tolist() == [1.0, 1.0]
     d = np.r_[np.ones(1001), -np.ones(1000)]
     assert sign_flip_test(d).p_value == 1.0
+
+
+def test_one_monte_carlo_draw_is_allowed_and_counted() -> None:
+    d = np.sqrt(2) * np.arange(1, 30)  # off a lattice, every sign positive: no draw hits
+    res = sign_flip_test(d, method="monte-carlo", n_resamples=1, rng=np.random.default_rng(0))
+    assert (res.p_value, res.n_resamples) == (0.5, 1)
+
+
+def test_a_null_of_mismatched_magnitudes_and_counts_is_refused() -> None:
+    with pytest.raises(ValueError, match="zip"):
+        lattice_null([1, 2], [3])
+    with pytest.raises(ValueError, match="zip"):
+        lattice_null([1], [3, 1], exact=False)
