@@ -203,3 +203,26 @@ def test_an_interval_is_degenerate_only_when_every_resample_is_equal(seed: int) 
                                                                   100 * (1 - alpha)])), name
         assert iv.standard_error == pytest.approx(np.std(x), rel=1e-12, abs=0)
         assert iv.method == ("degenerate" if name == "constant" else "percentile"), name
+
+
+def test_the_defaults_are_ten_thousand_resamples_and_a_95_percent_level() -> None:
+    x = np.array([0.0, 0.5, 1.0, 1.0])
+    dist = bootstrap_distributions({"x": x}, rng=np.random.default_rng(0))
+    assert dist.dists.shape == (10_000, 1)
+    iv = dist.intervals()["x"]
+    assert (iv.confidence_level, iv.n_resamples) == (0.95, 10_000)
+    assert paired_bootstrap({"x": x}, rng=np.random.default_rng(0))["x"] == iv
+
+
+@pytest.mark.parametrize(("b", "level"), [(5, 0.5), (3, 0.8), (2, 0.5)])
+def test_the_endpoint_error_of_a_few_resamples_reads_the_band_clipped_to_them(
+        b: int, level: float) -> None:
+    from fire_exp.stats.bootstrap import Distributions
+
+    x = np.arange(b, dtype=float)[::-1] ** 2  # distinct, in reverse order
+    iv = Distributions(("x",), x[:, None], (0.0,), (3,)).intervals(level)["x"]
+    z, alpha = 1.959963984540054, (1 - level) / 2
+    half = z * np.sqrt(b * alpha * (1 - alpha))
+    lo = int(max(0, np.floor(b * alpha - half)))
+    hi = int(min(b - 1, np.ceil(b * alpha + half)))
+    assert iv.mc_error == (np.sort(x)[hi] - np.sort(x)[lo]) / (2 * z)
