@@ -212,6 +212,8 @@ def test_the_defaults_are_ten_thousand_resamples_and_a_95_percent_level() -> Non
     iv = dist.intervals()["x"]
     assert (iv.confidence_level, iv.n_resamples) == (0.95, 10_000)
     assert paired_bootstrap({"x": x}, rng=np.random.default_rng(0))["x"] == iv
+    started = start_bootstrap_distributions({"x": x}, rng=np.random.default_rng(0)).result()
+    assert np.array_equal(started.dists, dist.dists)
 
 
 @pytest.mark.parametrize(("b", "level"), [(5, 0.5), (3, 0.8), (2, 0.5)])
