@@ -157,6 +157,11 @@ class AttemptPaths:
         return self.root / "hooks"
 
     @property
+    def hook_channel(self) -> Path:
+        """What the hook relay's channel saw (counts, heartbeat, tamper reasons)."""
+        return self.hooks / "channel.json"
+
+    @property
     def hook_state(self) -> Path:
         """The hook bridge's session state and activity log."""
         return self.hooks / "state"

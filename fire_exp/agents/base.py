@@ -18,11 +18,13 @@ if TYPE_CHECKING:
 
 class ProviderError(Exception):
     """The model provider failed. ``before_action`` tells the replacement rule whether
-    the agent had acted yet (only then is the attempt the agent's failure)."""
+    the agent had acted yet (only then is the attempt the agent's failure); ``tamper`` is
+    the outcome's (what the hooks' evidence says against the run)."""
 
-    def __init__(self, message: str, before_action: bool) -> None:
+    def __init__(self, message: str, before_action: bool, tamper: Sequence[str] = ()) -> None:
         super().__init__(message)
         self.before_action = before_action
+        self.tamper = tuple(tamper)
 
 
 @dataclass(frozen=True)
@@ -33,6 +35,9 @@ class AgentOutcome:
     usage: Usage = field(default_factory=Usage)
     cause: Cause | None = None  # set when the run ended by a failure (step limit, ...)
     error: str | None = None
+    # Why the record cannot be trusted to show the arm's treatment (each reason named: a
+    # tool call no hook saw, a denied command that ran, ...); any makes it invalid.
+    tamper: tuple[str, ...] = ()
 
 
 class Agent(Protocol):

@@ -18,7 +18,8 @@ import pandas as pd
 from fire_exp.analysis.frame import LoadedAttempts
 from fire_exp.records import ReadResult
 
-__all__ = ["RunStatus", "accounting_frame", "prereg_frame", "run_status", "tier_label"]
+__all__ = ["RunStatus", "accounting_frame", "invalid_reasons", "prereg_frame", "run_status",
+           "tier_label"]
 
 
 @dataclass(frozen=True)
@@ -91,6 +92,17 @@ def accounting_frame(loaded: LoadedAttempts, read: ReadResult | None,
     total = {"arm": "total", **{c: (None if data[c].isna().all() else int(data[c].sum()))
                                 for c in data.columns if c != "arm"}}
     return pd.concat([data, pd.DataFrame([total])], ignore_index=True)
+
+
+def invalid_reasons(read: ReadResult | None) -> dict[str, int]:
+    """Why finished records are invalid: records per kind of reason (a reason's text before
+    its first ':'; a record naming several kinds counts under each), most frequent first."""
+    kinds: Counter[str] = Counter()
+    for record in read.finished if read else []:
+        if not record.valid:
+            parts = (record.invalid_reason or "no reason given").split("; ")
+            kinds.update({p.split(":", 1)[0].strip() for p in parts})
+    return dict(sorted(kinds.items(), key=lambda kv: (-kv[1], kv[0])))
 
 
 def prereg_frame(prereg: Mapping[str, Any] | None) -> pd.DataFrame:

@@ -84,6 +84,10 @@ class _ExecStream:
         self._closed.set()
         self._channel.close()  # the process reads end of input
 
+    @property
+    def oversize(self) -> int:
+        return self._channel.oversize
+
 
 def docker_client() -> Any:
     """``docker.from_env()``, or EnvironmentFailure saying the engine cannot be reached."""
@@ -364,8 +368,9 @@ class DockerEnvironment(Environment):
     def open_stream(self, argv: Sequence[str]) -> _ExecStream:
         container = self._running()
         api = self._client.api
+        # As root whatever the image's USER: the stream is the harness's (the hook relay).
         exec_id = api.exec_create(container.id, list(argv), stdin=True, stdout=True,
-                                  stderr=True, tty=False, workdir="/")["Id"]
+                                  stderr=True, tty=False, workdir="/", user="0:0")["Id"]
         return _ExecStream(api.exec_start(exec_id, socket=True))
 
     def open_egress(self, allowed: Sequence[str], log_path: Path) -> EgressProxy | None:

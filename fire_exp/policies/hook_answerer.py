@@ -5,14 +5,35 @@ from a box to this process; :class:`HookAnswerer` answers them with the arm's po
 
 Everything the policies need stays on this side of the wall: the portfolio (loaded and,
 for a frozen manifest, verified here), the session state and the activity log.
+
+One attempt is one CLI session. The answerer pins it: the session of the first call (the
+CLI's prompt hook, which comes before the agent can act), or the one it is given. A call
+from any other session gets no decision and touches no state; the first few such sessions
+are written to the activity log as ``tamper`` lines, which the reconciliation of the
+attempt reads (``fire_exp/agents/coding_agents/evidence.py``). So an agent that forges
+sessions can create no state file on the host and cannot grow the log without bound.
 """
 
 from __future__ import annotations
 
 import json
+import threading
 from pathlib import Path
 
-from fire_exp.policies.hooks import Cli, HookBridge, bridge_error, load_arm_families, parse_payload
+from fire_exp.policies.hook_store import append_activity
+from fire_exp.policies.hooks import (
+    Cli,
+    HookBridge,
+    HookCall,
+    bridge_error,
+    load_arm_families,
+    parse_payload,
+)
+from fire_exp.records import now_iso
+
+# Foreign sessions written to the activity log, one line each; later ones are only counted.
+MAX_FOREIGN_LOGGED = 8
+FOREIGN_SESSION = "hook call from a foreign session"
 
 
 class HookAnswerer:
@@ -26,11 +47,17 @@ class HookAnswerer:
         portfolio, arm, controls: what ``fire-exp hook`` takes (a name, folder or manifest).
         state_dir: the session state and activity log, on the host.
         cli: ``claude-code`` or ``codex`` (recorded in the activity log).
+        session_id: the CLI's session, when it is known before its first call (None: the
+            session of the first call).
     """
 
     def __init__(self, portfolio: str, arm: str, state_dir: Path, cli: Cli,
-                 controls: str | None = None) -> None:
+                 controls: str | None = None, session_id: str | None = None) -> None:
         self.state_dir = state_dir
+        self.session_id = session_id
+        self.foreign: set[str] = set()  # the foreign sessions logged (at most a few)
+        self.refused = 0  # calls refused as foreign
+        self._pin = threading.Lock()  # the transport answers calls on worker threads
         self.load_error: str | None = None
         self.bridge: HookBridge | None = None
         try:
@@ -47,6 +74,8 @@ class HookAnswerer:
         except (json.JSONDecodeError, ValueError) as exc:
             bridge_error(self.state_dir, event, f"malformed hook input: {exc}; got {text[:200]!r}")
             return ""
+        if not self._pinned(call):
+            return ""
         if self.bridge is None:
             bridge_error(self.state_dir, event, str(self.load_error), session_id=call.session_id,
                          load=True)
@@ -58,3 +87,25 @@ class HookAnswerer:
                          session_id=call.session_id)
             return ""
         return "" if answer is None else json.dumps(answer) + "\n"
+
+    def _pinned(self, call: HookCall) -> bool:
+        """Whether ``call`` is of the attempt's session (the first call's pins it); a call of
+        another session is refused, and logged once per session up to a bound."""
+        with self._pin:
+            if self.session_id is None:
+                self.session_id = call.session_id
+            if call.session_id == self.session_id:
+                return True
+            self.refused += 1
+            session = call.session_id[:200]
+            if session in self.foreign or len(self.foreign) >= MAX_FOREIGN_LOGGED:
+                return False
+            self.foreign.add(session)
+        append_activity(self.state_dir, [{
+            "timestamp": now_iso(), "sessionId": session,
+            "eventType": call.hook_event, "toolName": call.tool_name, "policyName": None,
+            "decision": "refused", "reason": f"{FOREIGN_SESSION} (the attempt's is "
+            f"{self.session_id!r})", "durationMs": 0.0, "kind": "tamper",
+            "command": call.command[:500] or None, "paths": list(call.paths) or None,
+            "toolUseId": call.tool_use_id}])
+        return False

@@ -8,8 +8,10 @@ memory lives in the state folder ``DIR``:
   exclusive lock (``<session>.lock``), since a CLI may run matching hooks concurrently;
 - ``DIR/activity.jsonl`` — one JSON line per hook event and per policy decision or error,
   with failproofai's fields (``timestamp, sessionId, eventType, toolName, policyName,
-  decision, reason, durationMs``) plus ``kind`` (``event``, ``policy``, ``error``), ``seq``,
-  ``step``, ``arm`` and ``cli``. The runner reads it back with :func:`read_activity`.
+  decision, reason, durationMs``) plus ``kind`` (``event``, ``policy``, ``error``, and
+  ``tamper`` for a call the answerer refused), ``seq``, ``step``, ``arm`` and ``cli``; an
+  event line also carries the tool call's ``command``, ``paths`` and ``toolUseId``. The
+  runner reads it back with :func:`read_activity`.
 """
 
 from __future__ import annotations
@@ -100,6 +102,49 @@ def append_activity(state_dir: Path, entries: list[dict[str, Any]]) -> None:
 
 
 @dataclass(frozen=True)
+class HookLine:
+    """One ``event`` or ``tamper`` line of the activity log, as the reconciliation of a
+    CLI's transcript with the host's hook calls reads it
+    (``fire_exp/agents/coding_agents/evidence.py``).
+
+    Attributes:
+        kind: ``event`` (a hook call the bridge answered) or ``tamper`` (one it refused).
+        event: the CLI's event name (``PreToolUse``, ``PostToolUse``, ``Stop``, ...).
+        session_id: the payload's ``session_id`` (None: the line has none).
+        tool: the payload's ``tool_name``.
+        command: the shell command (first 500 characters; "" for none).
+        paths: the files an edit tool writes.
+        decision: the answer's kind (``allow``, ``instruct``, ``deny``).
+        reason: the answer's text, or why the call was refused.
+        tool_use_id: the CLI's id of the tool call (None: the payload has none).
+    """
+
+    kind: str
+    event: str
+    session_id: str | None = None
+    tool: str | None = None
+    command: str = ""
+    paths: tuple[str, ...] = ()
+    decision: str = "allow"
+    reason: str = ""
+    tool_use_id: str | None = None
+
+
+def _hook_line(entry: dict[str, Any]) -> HookLine:
+    def text(key: str) -> str | None:
+        value = entry.get(key)
+        return value if isinstance(value, str) else None
+
+    paths = entry.get("paths")
+    return HookLine(kind=str(entry.get("kind")), event=str(entry.get("eventType")),
+                    session_id=text("sessionId"), tool=text("toolName"),
+                    command=text("command") or "",
+                    paths=tuple(str(p) for p in paths) if isinstance(paths, list) else (),
+                    decision=text("decision") or "allow", reason=text("reason") or "",
+                    tool_use_id=text("toolUseId"))
+
+
+@dataclass(frozen=True)
 class ActivitySummary:
     """The activity log of one attempt, read back.
 
@@ -110,6 +155,7 @@ class ActivitySummary:
         errors: bridge errors (malformed input, a portfolio that failed to load).
         load_errors: how many of those were portfolio load or verification failures.
         denied_commands: the commands a PreToolUse deny kept from running, in order.
+        lines: every ``event`` and ``tamper`` line, in the log's order.
     """
 
     hook_events: int
@@ -118,6 +164,7 @@ class ActivitySummary:
     errors: tuple[str, ...]
     load_errors: int
     denied_commands: tuple[str, ...] = ()
+    lines: tuple[HookLine, ...] = ()
 
     @property
     def fired(self) -> bool:
@@ -136,6 +183,7 @@ def read_activity(state_dir: Path, session_id: str | None = None) -> ActivitySum
     errors: list[str] = []
     load_errors = 0
     denied: list[str] = []
+    hook_lines: list[HookLine] = []
     for line in lines:
         try:
             entry = json.loads(line)
@@ -145,6 +193,8 @@ def read_activity(state_dir: Path, session_id: str | None = None) -> ActivitySum
         if session_id is not None and entry.get("sessionId") not in (session_id, None):
             continue
         kind = entry.get("kind")
+        if kind in ("event", "tamper"):
+            hook_lines.append(_hook_line(entry))
         if kind == "event":
             by_event[str(entry.get("eventType"))] += 1
             if entry.get("eventType") == "PreToolUse" and entry.get("decision") == "deny":
@@ -162,4 +212,5 @@ def read_activity(state_dir: Path, session_id: str | None = None) -> ActivitySum
             load_errors += entry.get("policyName") == "<load>"
     return ActivitySummary(hook_events=sum(by_event.values()), by_event=dict(by_event),
                            decisions=tuple(decisions), errors=tuple(errors),
-                           load_errors=load_errors, denied_commands=tuple(denied))
+                           load_errors=load_errors, denied_commands=tuple(denied),
+                           lines=tuple(hook_lines))

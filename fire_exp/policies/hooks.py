@@ -127,6 +127,7 @@ class HookCall:
     prompt: str | None
     stop_hook_active: bool
     paths: tuple[str, ...] = ()  # the files an edit tool writes
+    tool_use_id: str | None = None  # the CLI's id of the tool call (Claude Code, Codex)
 
 
 def parse_payload(hook_event: str, payload: Any) -> HookCall:
@@ -143,10 +144,12 @@ def parse_payload(hook_event: str, payload: Any) -> HookCall:
     command = "" if tool_name in EDIT_TOOLS else shell_command(tool_input)
     output, exit_code = tool_output(payload.get("tool_response"))
     prompt = payload.get("prompt")
+    tool_use_id = payload.get("tool_use_id")
     return HookCall(hook_event=hook_event, session_id=session_id, tool_name=tool_name,
                     command=command, output=output, exit_code=exit_code,
                     prompt=prompt if isinstance(prompt, str) else None,
-                    stop_hook_active=bool(payload.get("stop_hook_active")), paths=paths)
+                    stop_hook_active=bool(payload.get("stop_hook_active")), paths=paths,
+                    tool_use_id=tool_use_id if isinstance(tool_use_id, str) else None)
 
 
 def render(hook_event: str, decision: Decision, cli: Cli = "claude-code"
@@ -196,7 +199,7 @@ class HookBridge:
                        "reason": decision.text if answer is not None else "",
                        "step": event.step if event else 0, "seq": state.events,
                        "command": call.command[:500] or None,
-                       "paths": list(call.paths) or None}
+                       "paths": list(call.paths) or None, "toolUseId": call.tool_use_id}
         append_activity(self.state_dir, [*(base | e for e in entries), line])
         return answer
 

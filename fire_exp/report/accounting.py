@@ -20,14 +20,18 @@ def accounting_table(result: AnalysisResult) -> ReportTable:
     rows = tuple((arm_label(str(r["arm"])), *["–" if pd.isna(r[c]) else str(int(r[c]))
                                               for c in data.columns[1:]])
                  for _, r in data.iterrows())
+    notes = ["finished records include replaced and invalid ones; scored = one per "
+             "(task, arm, replicate) after the frozen replacement rule; invalid records "
+             "are excluded from scoring.",
+             "scheduled: the preregistered schedule (prereg.json); '–' without one."]
+    reasons = result.metadata.get("invalid_reasons")
+    if isinstance(reasons, dict) and reasons:
+        notes.append("invalid records by reason: " + "; ".join(
+            f"{reason} {count}" for reason, count in reasons.items()) + ".")
     return ReportTable(
         "accounting", "Accounting: attempts scheduled, finished, replaced and invalid",
         ("arm", "scheduled", "finished records", "scored", "replaced", "invalid",
-         "in flight"), rows, data, rules_after=(len(rows) - 2,),
-        notes=("finished records include replaced and invalid ones; scored = one per "
-               "(task, arm, replicate) after the frozen replacement rule; invalid records "
-               "are excluded from scoring.",
-               "scheduled: the preregistered schedule (prereg.json); '–' without one."))
+         "in flight"), rows, data, rules_after=(len(rows) - 2,), notes=tuple(notes))
 
 
 def prereg_table(result: AnalysisResult) -> ReportTable:

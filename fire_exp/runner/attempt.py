@@ -140,7 +140,8 @@ def _run_agent(agent: Agent, session: AgentSession, rng: np.random.Generator
         return AgentOutcome(), Cause.AGENT_TIMEOUT, str(exc)
     except ProviderError as exc:
         before = exc.before_action or session.n_commands == 0
-        return AgentOutcome(), (Cause.PROVIDER_FAILED if before else Cause.AGENT_ERROR), str(exc)
+        return AgentOutcome(tamper=exc.tamper), \
+            (Cause.PROVIDER_FAILED if before else Cause.AGENT_ERROR), str(exc)
     except EnvironmentFailure as exc:
         return AgentOutcome(), Cause.ENVIRONMENT_FAILED, str(exc)
     except ProtocolError:
@@ -218,7 +219,7 @@ def run_attempt(spec: AttemptSpec, env: Environment, agent: Agent, arm_families:
     env.redactor.tree(env.files.logs)  # every file of the attempt, as the transcript
     usage = outcome.usage if outcome.usage is not None else Usage()
     validity = check_attempt(context.policy_arm, arm_families, runtime.events,
-                             agent_ran=session is not None)
+                             agent_ran=session is not None, tamper=outcome.tamper)
     return AttemptRecord(
         run=spec.run, panel=spec.panel, attempt_id=spec.attempt_id, task=spec.task,
         task_digest=task.digest, cohort=spec.cohort,

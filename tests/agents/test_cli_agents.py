@@ -64,6 +64,7 @@ def test_claude_code_runs_with_hooks_and_is_read_back(monkeypatch, fake_key, run
     agent = ClaudeCodeAgent(binary=str(FAKE), env_passthrough=PASS)
     record = run_task("recover-wal-orders", "real", agent)
     assert record.passed and record.cause is None and record.error is None
+    assert record.valid, record.invalid_reason  # the transcript and the hooks agree
     # UserPromptSubmit, 3 x PreToolUse, 2 x PostToolUse (the denied one never ran), Stop
     assert record.events == 7 and record.decisions == 1 and record.funnel.fired
     steps = [json.loads(x) for x in (attempt_logs(tmp_path) / "commands.jsonl").read_text()
@@ -93,6 +94,7 @@ def test_codex_gets_the_stop_instruction_and_works_on(monkeypatch, run_task: Run
                        env_passthrough=PASS)
     record = run_task("serve-status-page", "real", agent)
     assert record.cause is None and record.n_commands == 2
+    assert record.valid, record.invalid_reason
     assert record.decisions == 1 and record.funnel.fired
     summary = json.loads((attempt_logs(tmp_path) / "hook-summary.json").read_text())
     assert summary["by_event"]["Stop"] == 2 and summary["load_errors"] == 0
@@ -116,6 +118,9 @@ def test_hooks_that_never_ran_are_reported(monkeypatch, run_task: RunFn) -> None
                       CodexAgent(binary=str(FAKE), env_passthrough=PASS))
     assert record.events == 0 and record.n_commands == 1
     assert record.error == "hooks never ran: no PreToolUse hook event in a policy arm"
+    assert not record.valid
+    assert record.invalid_reason == ("policy runtime saw no events; "
+                                     "tool call with no hook event: `true`")
 
 
 def test_a_cli_that_fails_before_acting_is_a_provider_failure(monkeypatch,

@@ -23,7 +23,13 @@ from fire_exp.agents.coding_agents import ClaudeCodeAgent
 from fire_exp.environments.agent_install import InstallSpec
 from fire_exp.environments.docker_install import mounts
 from fire_exp.environments.egress import EgressProxy, parse_endpoint
-from fire_exp.environments.hook_transport import SHIM, HookServer, RelayHooks, script
+from fire_exp.environments.hook_transport import (
+    MAX_PAYLOAD,
+    SHIM,
+    HookServer,
+    RelayHooks,
+    script,
+)
 from fire_exp.errors import InputError
 from fire_exp.policies import build_arm, load_portfolio
 from fire_exp.policies.hook_answerer import HookAnswerer
@@ -48,13 +54,17 @@ def claude_payload(event: str, command: str = "", **extra: Any) -> bytes:
     return json.dumps(payload).encode()
 
 
+TOKEN = "0123456789abcdef0123456789abcdef"
+
+
 class Relay:
     """hook_relay.sh run by the host's bash, served by a HookServer (no container)."""
 
-    def __init__(self, spool: Path, answer: Any) -> None:
+    def __init__(self, spool: Path, answer: Any, max_payload: int = MAX_PAYLOAD) -> None:
         self.spool = spool
-        self.proc = subprocess.Popen(["bash", str(script("hook_relay.sh")), str(spool)],
-                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+        self.proc = subprocess.Popen(
+            ["bash", str(script("hook_relay.sh")), str(spool), str(max_payload)],
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE)
         out, inp = self.proc.stdout, self.proc.stdin
         assert out is not None and inp is not None
 
@@ -62,7 +72,8 @@ class Relay:
             inp.write(data)
             inp.flush()
 
-        self.server = HookServer(lambda: out.readline().rstrip(b"\n"), write, answer)
+        write(f"{TOKEN}\n".encode())
+        self.server = HookServer(lambda: out.readline().rstrip(b"\n"), write, answer, TOKEN)
         self.server.start(10)
 
     def shim(self, event: str, payload: bytes, bindir: Path | None = None
@@ -112,7 +123,9 @@ def test_a_real_arm_deny_crosses_the_relay_and_the_shim_needs_no_python(tmp_path
     summary = read_activity(tmp_path / "state")
     assert summary.by_event == {"UserPromptSubmit": 1, "PreToolUse": 2}
     assert summary.denied_commands == ("sqlite3 evidence/o.db",)
-    assert sorted(p.name for p in (tmp_path / "spool").iterdir()) == ["requests"]  # no leftovers
+    spool = tmp_path / "spool"  # no leftovers
+    assert sorted(p.relative_to(spool).as_posix() for p in spool.rglob("*")) == \
+        ["answers", "inbox", "requests", "work"]
 
 
 def test_concurrent_and_large_hook_calls_each_get_their_own_answer(tmp_path: Path) -> None:
@@ -231,10 +244,11 @@ def test_the_egress_proxy_tunnels_only_to_listed_endpoints(tmp_path: Path) -> No
 
 def test_base64_framing_survives_newlines_and_binary() -> None:
     payload = b'{"a": "line1\\nline2"}\n\x00\xff'
-    line = f"REQ 1-2 Stop {base64.b64encode(payload).decode()}".encode()
+    line = f"REQ {TOKEN} 1-2 Stop {base64.b64encode(payload).decode()}".encode()
     got: list[tuple[str, bytes]] = []
-    server = HookServer(iter([b"READY 7", line, b"REQ bad", b""]).__next__, lambda b: None,
-                        lambda e, p: got.append((e, p)) or "")
+    lines = [f"READY {TOKEN} 7".encode(), line, f"REQ {TOKEN} bad".encode(), b""]
+    server = HookServer(iter(lines).__next__, lambda b: None,
+                        lambda e, p: got.append((e, p)) or "", TOKEN)
     server.start(5)
     server.closed.wait(5)
     server.close()

@@ -32,6 +32,7 @@ class ToyCli:
     checked_version = "1.0"
     default_binary = "toy-cli"
     install_hint = "it ships with fire-exp's tests"
+    reports_denied_calls = True  # its output has a {"denied": CMD} line
 
     def files(self, agent_dir: str, settings: Mapping[str, Any] | None) -> dict[str, bytes]:
         if settings is None:
@@ -85,6 +86,7 @@ def test_a_dialect_from_the_recipe_is_denied_by_the_arm_and_read_back(
                         prices={"toy-1": {"input": 1.0, "output": 2.0}})
     record = run_task("recover-wal-orders", "real", agent)
     assert record.passed and record.cause is None and record.error is None
+    assert record.valid, record.invalid_reason  # no ids: commands matched by their text
     # UserPromptSubmit, 2 x PreToolUse, 1 x PostToolUse (the denied one never ran), Stop
     assert record.events == 5 and record.decisions == 1 and record.funnel.fired
     steps = [json.loads(x) for x in (tmp_path / "attempt/logs/agent/commands.jsonl")

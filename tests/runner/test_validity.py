@@ -80,3 +80,38 @@ def test_guard_rules() -> None:
     # an environment that never started leaves nothing to judge (the rule replaces it)
     panel_families = [object()]
     assert check_attempt(True, panel_families, events=0, agent_ran=False).valid  # type: ignore[arg-type]
+
+
+def test_the_report_says_why_records_are_invalid(tmp_path: Path, script) -> None:  # type: ignore[no-untyped-def]
+    from fire_exp.analysis import analyze
+    from fire_exp.report.accounting import accounting_table
+
+    script.silent |= {f"{T}/real/r0"}
+    panel = build_panel(run_config(tmp_path, arms=("real", "baseline")))
+    run_panel(panel, tmp_path / "run", progress=PlainProgress(0, open("/dev/null", "w")))
+    result = analyze(tmp_path / "run", Path(__file__).parents[2] / "analysis" / "default.yaml")
+    assert result.metadata["invalid_reasons"] == {NO_EVENTS: 1}
+    assert f"invalid records by reason: {NO_EVENTS} 1." in accounting_table(result).notes
+
+
+def test_a_provider_failure_carries_the_agents_evidence(tmp_path: Path) -> None:
+    """A CLI that failed before acting (its output truncated, say) still names what its
+    evidence says: the record is invalid, whatever the replacement rule does with it."""
+    from fire_exp.agents.base import ProviderError
+
+    class Truncated(ScriptedAgent):
+        def run(self, session, *, rng):  # type: ignore[no-untyped-def]
+            raise ProviderError("claude exited 1: ", before_action=True,
+                                tamper=("hook event with no tool call: PreToolUse `ls`",))
+
+    panel = build_panel(run_config(tmp_path, arms=("real",)))
+    item = panel.schedule[0]
+    env = panel.environment.make(panel.tasks[T], tmp_path / "a", item.attempt_id)
+    spec = AttemptSpec(run="t", panel="rt", attempt_id=item.attempt_id, task=T,
+                       cohort="silent", arm="real", replicate=0, order=item.order,
+                       seed=item.seed)
+    record = run_attempt(spec, env, Truncated(), panel.arms["real"].families,
+                         panel.portfolio.families, rng=np.random.default_rng(0))
+    assert record.cause is Cause.PROVIDER_FAILED and not record.valid
+    assert record.invalid_reason == \
+        f"{NO_EVENTS}; hook event with no tool call: PreToolUse `ls`"

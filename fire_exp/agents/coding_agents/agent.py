@@ -17,7 +17,8 @@ policies reach it through its hooks instead (reference/hooks.md). Per attempt th
    session's command log, and the hook activity log into the session's policy runtime,
    so the record's ``events`` counts the hook events that really ran. A policy attempt
    with no ``PreToolUse`` hook event, or a policy load error, is reported in the
-   outcome's ``error`` for the validity guard.
+   outcome's ``error``; every inconsistency between the transcript and the host's hook
+   calls (``evidence.reconcile``) in its ``tamper``, which makes the attempt invalid.
 
 Which box: any environment. Installing the CLI (``INSTALL_AGENT``) and egress control
 (``EGRESS_ALLOWLIST``) are the box's capabilities; where the box has neither (the local
@@ -32,7 +33,6 @@ import shlex
 import shutil
 import subprocess
 import sys
-from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -43,6 +43,7 @@ import numpy as np
 import fire_exp
 from fire_exp.agents.base import AgentOutcome, ProviderError
 from fire_exp.agents.coding_agents.dialect import CliDialect, CliTranscript
+from fire_exp.agents.coding_agents.evidence import Reconciliation, channel_tamper, reconcile
 from fire_exp.agents.session import AgentSession, AttemptContext
 from fire_exp.agents.transcript import price_tokens
 from fire_exp.attempt_paths import AttemptPaths
@@ -284,31 +285,45 @@ class CodingCliAgent:
         transcript = self.dialect.parse(
             files.cli_stdout.read_text(errors="replace").splitlines())
         summary = read_activity(files.hook_state)
-        self._read_back(session, transcript, summary, policy_arm=target is not None)
-        usage = self.usage(transcript)
+        evidence = self._reconcile(session, transcript, summary, target, timed_out)
+        self._read_back(session, transcript, summary, evidence, policy_arm=target is not None)
+        usage, tamper = self.usage(transcript), evidence.reasons
         if timed_out:
             return AgentOutcome(usage=usage, cause=Cause.AGENT_TIMEOUT,
-                                error=f"{self.binary} ran past the agent timeout")
+                                error=f"{self.binary} ran past the agent timeout", tamper=tamper)
         if code != 0 or transcript.errors:
             stderr = files.cli_stderr.read_text(errors="replace")
             message = f"{self.binary} exited {code}: " + \
                 session.env.redactor.text("; ".join(transcript.errors) or stderr[-600:])
             if not transcript.commands:
-                raise ProviderError(message, before_action=True)
-            return AgentOutcome(usage=usage, cause=Cause.AGENT_ERROR, error=message)
-        return AgentOutcome(usage=usage, error=hook_warning(summary, target))
+                raise ProviderError(message, before_action=True, tamper=tamper)
+            return AgentOutcome(usage=usage, cause=Cause.AGENT_ERROR, error=message,
+                                tamper=tamper)
+        return AgentOutcome(usage=usage, error=hook_warning(summary, target), tamper=tamper)
+
+    def _reconcile(self, session: AgentSession, transcript: CliTranscript,
+                   summary: ActivitySummary, target: BridgeTarget | None,
+                   timed_out: bool) -> Reconciliation:
+        """The transcript against the host's hook calls (a baseline has none: nothing to
+        reconcile); see :mod:`~fire_exp.agents.coding_agents.evidence`."""
+        if target is None:
+            return Reconciliation()
+        return reconcile(transcript, summary.lines,
+                         reports_denied_calls=self.dialect.reports_denied_calls,
+                         timed_out=timed_out, redact=session.env.redactor.text,
+                         channel=channel_tamper(session.env.files.hooks))
 
     def _read_back(self, session: AgentSession, transcript: CliTranscript,
-                   summary: ActivitySummary, policy_arm: bool) -> None:
-        denied = Counter(summary.denied_commands)
-        for cmd in transcript.commands:
+                   summary: ActivitySummary, evidence: Reconciliation,
+                   policy_arm: bool) -> None:
+        for i, cmd in enumerate(transcript.commands):
             output = session.env.redactor.text(cmd.output)[-_KEPT:]
             if cmd.paths:  # a file edit: a write event for the extractors
                 session.trajectory.append(Step(len(session.trajectory), "edit", cmd.command,
                                                cmd.exit_code, output, paths=cmd.paths))
                 continue
-            was_denied = denied[cmd.command[:500]] > 0
-            denied[cmd.command[:500]] -= int(was_denied)
+            # A denied command the transcript shows running is logged as it ran.
+            was_denied = i in evidence.denied and i not in evidence.ran_denied
             session.trajectory.append(Step(len(session.trajectory), "command", cmd.command,
                                            None if was_denied else cmd.exit_code, output,
                                            denied=was_denied))
@@ -317,7 +332,7 @@ class CodingCliAgent:
                                log=summary.decisions)
         report = {"policy_arm": policy_arm, "hook_events": summary.hook_events,
                   "by_event": summary.by_event, "load_errors": summary.load_errors,
-                  "errors": list(summary.errors)}
+                  "errors": list(summary.errors), "tamper": list(evidence.reasons)}
         session.env.files.hook_summary.write_text(json.dumps(report, indent=1))
 
     def usage(self, transcript: CliTranscript) -> Usage:

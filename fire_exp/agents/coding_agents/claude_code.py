@@ -36,6 +36,7 @@ class ClaudeCode:
     checked_version = "2.0"
     default_binary = "claude"
     install_hint = "npm install -g @anthropic-ai/claude-code"
+    reports_denied_calls = True
 
     def files(self, agent_dir: str, settings: Mapping[str, Any] | None) -> dict[str, bytes]:
         if settings is None:
@@ -86,6 +87,8 @@ def parse_claude_stream(lines: Iterable[str]) -> CliTranscript:
         message = as_dict(obj.get("message"))
         if kind == "system" and obj.get("subtype") == "init":
             out.model = obj.get("model") or out.model
+            session = obj.get("session_id")
+            out.session_id = session if isinstance(session, str) and session else None
         elif kind == "assistant":
             out.model = message.get("model") or out.model
             for block in message.get("content") or []:
@@ -118,7 +121,10 @@ def parse_claude_stream(lines: Iterable[str]) -> CliTranscript:
     for tool_id in order:
         output, is_error = results.get(tool_id, ("", False))
         command, paths = pending[tool_id]
-        out.commands.append(CliCommand(command, output, 1 if is_error else 0, is_error, paths))
+        # Only a successful result shows the tool ran: a denied call's result is an error.
+        ran = True if tool_id in results and not is_error else None
+        out.commands.append(CliCommand(command, output, 1 if is_error else 0, is_error, paths,
+                                       tool_use_id=tool_id, ran=ran))
     return out
 
 

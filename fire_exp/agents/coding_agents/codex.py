@@ -38,6 +38,7 @@ class Codex:
     checked_version = "0.130"
     default_binary = "codex"
     install_hint = "npm install -g @openai/codex"
+    reports_denied_calls = False
 
     def files(self, agent_dir: str, settings: Mapping[str, Any] | None) -> dict[str, bytes]:
         files = {f"{agent_dir}/{HOME}/config.toml": CONFIG_TOML.encode()}
@@ -91,10 +92,11 @@ def parse_codex_json(lines: Iterable[str]) -> CliTranscript:
         out.model = _codex_model(obj) or out.model
         if kind == "item.completed" and item.get("type") == "command_execution":
             code = item.get("exit_code")
+            code = code if isinstance(code, int) else None
             out.commands.append(CliCommand(
                 str(item.get("command", "")), str(item.get("aggregated_output") or ""),
-                code if isinstance(code, int) else None,
-                item.get("status") not in (None, "completed")))
+                code, item.get("status") not in (None, "completed"),
+                ran=True if code is not None else None))  # an exit status: it ran
         elif kind == "item.completed" and item.get("type") == "file_change":
             changes = [c for c in item.get("changes") or [] if isinstance(c, dict)]
             paths = tuple(str(c["path"]) for c in changes if c.get("path"))

@@ -22,13 +22,22 @@ __all__ = ["CliCommand", "CliDialect", "CliTranscript", "as_dict", "content_text
 @dataclass(frozen=True)
 class CliCommand:
     """One shell command the CLI ran (or tried to run), or a file edit (``paths`` set;
-    ``command`` is then the tool's name)."""
+    ``command`` is then the tool's name).
+
+    ``tool_use_id`` is the CLI's id of the call where its output and its hook payloads share
+    one (Claude Code's ``tool_use`` id; None otherwise). ``ran`` is what the output says of
+    whether the tool ran: True where it shows a result only a run gives (a successful
+    Claude Code ``tool_result``, a Codex exit status), None where it cannot tell (an error
+    result, which a denied call also gives, or no result at all).
+    """
 
     command: str
     output: str = ""
     exit_code: int | None = None
     is_error: bool = False
     paths: tuple[str, ...] = ()
+    tool_use_id: str | None = None
+    ran: bool | None = None
 
 
 @dataclass
@@ -43,6 +52,7 @@ class CliTranscript:
     model: str | None = None
     errors: list[str] = field(default_factory=list)
     finished: bool = False  # a final result/turn event was seen
+    session_id: str | None = None  # the session its hook payloads carry (None: not said)
 
 
 class CliDialect(Protocol):
@@ -57,6 +67,8 @@ class CliDialect(Protocol):
         checked_version: the CLI version every value of the dialect was checked against.
         default_binary: the executable's usual name.
         install_hint: how a user installs it (shown when it is missing).
+        reports_denied_calls: whether its output shows a tool call a PreToolUse hook denied
+            (Claude Code's does, as an error result; Codex's need not).
     """
 
     target: str
@@ -65,6 +77,7 @@ class CliDialect(Protocol):
     checked_version: str
     default_binary: str
     install_hint: str
+    reports_denied_calls: bool
 
     def files(self, agent_dir: str, settings: Mapping[str, Any] | None) -> dict[str, bytes]:
         """The files the CLI reads (box path -> content) under the box's ``agent_dir``:

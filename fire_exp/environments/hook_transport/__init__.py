@@ -9,11 +9,20 @@ its capabilities (``Environment.hook_transport``):
   loads the arm's policies itself and keeps their state in ``ATTEMPT/hooks/state``.
 - ``HOOK_RELAY`` (:class:`RelayHooks`): the CLI is inside a box. The command is the shim
   (``hook_shim.sh``, POSIX sh), which leaves the payload in a spool folder and names it on
-  a FIFO; the relay (``hook_relay.sh``, bash), started with :meth:`Environment.open_stream
-  <fire_exp.environments.base.Environment.open_stream>`, sends it up that stream as
-  ``REQ ID EVENT BASE64``; :class:`~.server.HookServer` answers ``ANS ID BASE64`` in this
-  process through the endpoint's ``answer`` (the policies' ``HookAnswerer``). The
-  policies, their state and the activity log never enter the box.
+  a FIFO; the relay (``hook_relay.sh``, bash, root), started with
+  :meth:`Environment.open_stream <fire_exp.environments.base.Environment.open_stream>`,
+  sends it up that stream as ``REQ TOKEN ID EVENT BASE64``; :class:`~.server.HookServer`
+  answers ``ANS TOKEN ID BASE64`` in this process through the endpoint's ``answer`` (the
+  policies' ``HookAnswerer``). The policies, their state and the activity log never enter
+  the box.
+
+The channel is the agent's to attack, so it is walled and watched. Shim, relay and spool
+are root's; a CLI of another user can submit requests but not forge answers. ``TOKEN`` is
+a per-attempt secret given to the relay on its stdin, and the server refuses any line
+without it; the relay beats every second. On close the transport writes what it saw to
+``ATTEMPT/hooks/channel.json`` (:meth:`RelayHooks.report`), ``tamper`` naming every sign
+that the agent reached the channel: lines without the token, a lost relay, a heartbeat gap
+over ``HEARTBEAT_GAP_S``, an over-long line, a symlink in the inbox.
 
 Shim, relay and server speak only the line protocol above; nothing here knows a backend
 or a policy. The shim exits 0 with the answer, or 1 (a non-blocking hook error for both
@@ -22,26 +31,39 @@ CLIs) when the relay is gone; never 2, which would block the agent.
 
 from __future__ import annotations
 
+import json
+import secrets
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Protocol
+from typing import Any, Protocol
 
+from fire_exp.attempt_paths import AttemptPaths
+from fire_exp.environments.docker_channel import SESSION_LINE_MAX
 from fire_exp.environments.failure import EnvironmentFailure
-from fire_exp.environments.hook_transport.server import Answer, HookServer
+from fire_exp.environments.hook_transport.server import (
+    HEARTBEAT_GAP_S,
+    Answer,
+    ChannelCounts,
+    HookServer,
+)
 
 __all__ = [
     "BOX_ROOT",
+    "HEARTBEAT_GAP_S",
+    "MAX_PAYLOAD",
     "RELAY",
     "SHIM",
     "SPOOL",
     "HookEndpoint",
     "HookServer",
+    "ChannelCounts",
     "HookTransport",
     "HostHooks",
     "LineStream",
     "RelayHooks",
     "script",
+    "tamper_reasons",
 ]
 
 BOX_ROOT = "/opt/fire-exp"
@@ -50,6 +72,12 @@ RELAY = f"{BOX_ROOT}/hook_relay.sh"
 SPOOL = f"{BOX_ROOT}/hooks"
 _HERE = Path(__file__).resolve().parent
 _READY_S = 30.0
+# A hook payload is the CLI's JSON for one tool call: the model's tool input (bounded by its
+# output tokens, well under 1 MB) and, after the call, the tool's response (Claude Code cuts
+# a command's output at 30,000 characters; an edit's response repeats the edited file). 8 MiB
+# admits edits of files up to about 8 MB; its base64 line (under 11 MiB) fits the channel's
+# line cap. A larger payload goes up as its size only and is answered empty (counted).
+MAX_PAYLOAD = 8 << 20
 
 
 def script(name: str) -> Path:
@@ -72,9 +100,19 @@ class LineStream(Protocol):
         """End the stream (the process reads end of input)."""
         ...
 
+    @property
+    def oversize(self) -> int:
+        """Lines dropped for being longer than the stream's cap."""
+        ...
+
 
 class RelayBox(Protocol):
     """What the relay needs of a box (an ``Environment`` with ``HOOK_RELAY``)."""
+
+    @property
+    def files(self) -> AttemptPaths:
+        """The attempt's folder on the host (``channel.json`` goes there)."""
+        ...
 
     def write_file(self, dest: str, data: bytes, mode: int = 0o644) -> None:
         """Write a file into the box."""
@@ -130,12 +168,21 @@ class HostHooks:
 
 
 class RelayHooks:
-    """``HOOK_RELAY``: the shim in the box, the relay's stream, the server in this process."""
+    """``HOOK_RELAY``: the shim in the box, the relay's stream, the server in this process.
 
-    def __init__(self, stream: LineStream, answer: Answer) -> None:
+    Args:
+        stream: the relay's stream (its first line down must be ``token``).
+        answer: the policies' answerer.
+        token: the attempt's secret.
+        report_path: where :meth:`close` writes :meth:`report` (None: nowhere).
+    """
+
+    def __init__(self, stream: LineStream, answer: Answer, token: str,
+                 report_path: Path | None = None) -> None:
         self._stream = stream
+        self._report_path = report_path
         self.env: Mapping[str, str] = {}
-        self.server = HookServer(stream.read_line, stream.send_line, answer)
+        self.server = HookServer(stream.read_line, stream.send_line, answer, token)
 
     @classmethod
     def open(cls, env: RelayBox, endpoint: HookEndpoint) -> RelayHooks:
@@ -146,10 +193,13 @@ class RelayHooks:
         """
         env.write_file(SHIM, script("hook_shim.sh").read_bytes(), 0o755)
         env.write_file(RELAY, script("hook_relay.sh").read_bytes(), 0o755)
-        transport = cls(env.open_stream(["bash", RELAY, SPOOL]), endpoint.answer())
+        token = secrets.token_hex(16)
+        stream = env.open_stream(["bash", RELAY, SPOOL, str(MAX_PAYLOAD)])
+        transport = cls(stream, endpoint.answer(), token, env.files.hook_channel)
         try:
+            stream.send_line(f"{token}\n".encode())  # the relay's stdin: nobody else's
             transport.server.start(_READY_S)
-        except TimeoutError as exc:
+        except (TimeoutError, OSError) as exc:
             transport.close()
             raise EnvironmentFailure("the hook relay did not start in the box (it needs "
                                      f"bash, mkfifo and base64): {exc}") from exc
@@ -163,6 +213,46 @@ class RelayHooks:
     def command(self, event: str) -> str:
         return self.command_for(event)
 
+    def report(self) -> dict[str, Any]:
+        """What the channel saw: counts, the heartbeat's largest gap and ``tamper``, the
+        named signs that the agent reached the channel (empty when there are none)."""
+        counts = self.server.counts()
+        oversize = self._stream.oversize
+        return {"requests": counts.requests, "answered": counts.answered,
+                "refused": {"bad_token": counts.bad_token, "malformed": counts.malformed,
+                            "oversize": oversize, "odd_file": counts.odd_files},
+                "too_large": counts.too_large, "heartbeats": counts.heartbeats,
+                "max_heartbeat_gap_s": counts.max_heartbeat_gap_s,
+                "relay_lost": counts.relay_lost,
+                "tamper": tamper_reasons(counts, oversize)}
+
     def close(self) -> None:
+        """Stop serving, end the relay, write :meth:`report` where the attempt keeps it."""
         self.server.close()
         self._stream.close()  # the relay reads end of input and exits
+        if self._report_path is not None:
+            self._report_path.parent.mkdir(parents=True, exist_ok=True)
+            self._report_path.write_text(json.dumps(self.report(), indent=1) + "\n")
+
+
+def tamper_reasons(counts: ChannelCounts, oversize: int) -> list[str]:
+    """The named signs, in ``counts`` and the stream's ``oversize``, that something other
+    than the relay wrote to the channel or stopped it (the relay alone never does these)."""
+    reasons = []
+    if counts.relay_lost:
+        reasons.append("hook relay lost: its stream ended while the agent ran")
+    if counts.max_heartbeat_gap_s > HEARTBEAT_GAP_S:
+        reasons.append(f"hook relay heartbeat gap of {counts.max_heartbeat_gap_s:.1f} s "
+                       f"(over {HEARTBEAT_GAP_S:g} s: the relay was stopped)")
+    if counts.bad_token:
+        reasons.append(f"{counts.bad_token} line(s) on the hook channel without the "
+                       "attempt's token (written into the relay's output)")
+    if counts.malformed:
+        reasons.append(f"{counts.malformed} malformed line(s) with the attempt's token on "
+                       "the hook channel")
+    if oversize:
+        reasons.append(f"{oversize} line(s) on the hook channel over {SESSION_LINE_MAX} "
+                       "bytes (a flood of the relay's output)")
+    if counts.odd_files:
+        reasons.append(f"{counts.odd_files} symlink(s) or special file(s) in the hook inbox")
+    return reasons
