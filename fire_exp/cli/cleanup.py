@@ -3,7 +3,8 @@
 By default only containers of runs provably dead on this host go (their owner has exited
 and their run folder's lock is free); every container kept is listed with the reason.
 ``--run RUN`` limits the cleanup to one run (and then also removes its containers kept for
-inspection); ``--all`` removes every fire-exp container, live or not, of any host.
+inspection); ``--all`` removes every fire-exp container, live or not, of any host, and
+the networks no container uses (the shared egress network is kept otherwise).
 """
 
 from __future__ import annotations
@@ -22,7 +23,8 @@ def main(argv: list[str]) -> int:
                         help="only the containers of this run (its folder name); also "
                              "removes its keep_container ones")
     parser.add_argument("--all", action="store_true", dest="everything",
-                        help="every fire-exp container, live or not, of any host")
+                        help="every fire-exp container, live or not, of any host, and "
+                             "the fire-exp networks no container uses")
     parser.add_argument("--images", action="store_true",
                         help="also remove the cached task images (fire-exp/task-*)")
     parser.add_argument("--base", action="store_true",
@@ -41,6 +43,9 @@ def main(argv: list[str]) -> int:
     for name, reason in report.kept:
         how = "--run RUN removes it" if "keep_container" in reason else "--all removes it"
         print(f"kept container {name} ({reason}; {how})")
+    for name, reason in report.kept_networks:
+        how = "" if "in use" in reason else "; --all removes it once no container uses it"
+        print(f"kept network {name} ({reason}{how})")
     for error in report.errors:
         print(f"fire-exp cleanup: could not remove {error}", file=sys.stderr)
     scope = f" of run {args.run}" if args.run else ""

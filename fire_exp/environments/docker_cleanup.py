@@ -8,6 +8,12 @@ owning process is gone, and its run folder's lock (``attempts.lock``) is free. E
 else is kept: another host's containers (its pids mean nothing here), a live run's, and
 ``keep_container`` ones, which only ``fire-exp cleanup --run RUN`` or ``--all`` removes.
 Engines shared by several panels are therefore safe: a run start removes only the dead.
+
+Networks (the shared ``fire-exp-egress``) belong to no run: a live run may be between two
+attempts, with no container on the network yet about to start one. Only ``--all`` removes
+them, and only those with fire-exp's label and no container attached (inspected one by one:
+a listing of networks does not say which containers use them); a run start and a plain
+``fire-exp cleanup`` keep them and say so.
 """
 
 from __future__ import annotations
@@ -22,7 +28,7 @@ from typing import Any
 from fire_exp.environments.images import LABEL
 from fire_exp.environments.session_host import is_alive
 
-__all__ = ["CleanupReport", "cleanup", "lock_free", "why_kept"]
+__all__ = ["CleanupReport", "cleanup", "lock_free", "remove_idle_networks", "why_kept"]
 
 
 @dataclass
@@ -33,6 +39,7 @@ class CleanupReport:
     kept: list[tuple[str, str]] = field(default_factory=list)  # (name, reason)
     images: list[str] = field(default_factory=list)
     networks: list[str] = field(default_factory=list)
+    kept_networks: list[tuple[str, str]] = field(default_factory=list)  # (name, reason)
     errors: list[str] = field(default_factory=list)
 
     @property
@@ -125,21 +132,44 @@ def cleanup(client: Any, *, everything: bool = False, images: bool = False,
             report.containers.append(container.name)
         except Exception as exc:  # noqa: BLE001 - reported, the rest goes on
             report.errors.append(f"container {container.name}: {exc}")
-    if run is None:
-        _networks_and_images(client, report, images=images, base=base)
+    if run is None and own_run is None:  # the user's cleanup, not a run start
+        if everything:
+            remove_idle_networks(client, report)
+        else:
+            report.kept_networks += [(n.name, "shared by fire-exp's runs") for n in
+                                     client.networks.list(filters={"label": f"{LABEL}=1"})]
+        _images(client, report, images=images, base=base)
     return report
 
 
-def _networks_and_images(client: Any, report: CleanupReport, *, images: bool,
-                         base: bool) -> None:
-    for network in client.networks.list(filters={"label": f"{LABEL}=1"}):
-        if network.attrs.get("Containers"):
-            continue  # in use by a live attempt
+def remove_idle_networks(client: Any, report: CleanupReport,
+                         labels: tuple[str, ...] = ()) -> None:
+    """Remove the networks with fire-exp's label (and ``labels``) that no container uses.
+
+    Each network is inspected afresh: a listing leaves ``Containers`` empty.
+    """
+    import docker.errors
+
+    for network in client.networks.list(filters={"label": [f"{LABEL}=1", *labels]}):
+        try:
+            network.reload()
+        except docker.errors.NotFound:
+            continue  # removed meanwhile by someone else
+        attached = network.attrs.get("Containers") or {}
+        if attached:
+            names = sorted(str(c.get("Name", key)) for key, c in attached.items())
+            report.kept_networks.append((network.name, f"in use by {', '.join(names)}"))
+            continue
         try:
             network.remove()
             report.networks.append(network.name)
-        except Exception as exc:  # noqa: BLE001
+        except docker.errors.NotFound:
+            continue
+        except Exception as exc:  # noqa: BLE001 - reported, the rest goes on
             report.errors.append(f"network {network.name}: {exc}")
+
+
+def _images(client: Any, report: CleanupReport, *, images: bool, base: bool) -> None:
     if images or base:
         kinds = {"task", "cli"} | ({"base"} if base else set())
         for image in client.images.list(filters={"label": f"{LABEL}=1"}):

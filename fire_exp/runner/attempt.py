@@ -23,6 +23,7 @@ from fire_exp.agents.session import AgentSession, AgentTimeout, AttemptContext
 from fire_exp.arms.place import ArmSetup, compose_instruction, place_files
 from fire_exp.attempt_paths import AttemptPaths
 from fire_exp.environments.base import Environment, EnvironmentFailure, VerifierResult
+from fire_exp.environments.redaction import Redactor
 from fire_exp.errors import ProtocolError
 from fire_exp.policies.arms import ARM_REGISTRY
 from fire_exp.policies.model import Family, Step
@@ -142,8 +143,8 @@ def _run_agent(agent: Agent, session: AgentSession, rng: np.random.Generator
         before = exc.before_action or session.n_commands == 0
         return AgentOutcome(tamper=exc.tamper), \
             (Cause.PROVIDER_FAILED if before else Cause.AGENT_ERROR), str(exc)
-    except EnvironmentFailure as exc:
-        return AgentOutcome(), Cause.ENVIRONMENT_FAILED, str(exc)
+    except EnvironmentFailure as exc:  # the box's failure, or the agent's own sabotage
+        return AgentOutcome(), exc.cause, str(exc)
     except ProtocolError:
         raise  # no attempt can succeed: the run stops
     except Exception as exc:  # noqa: BLE001 - a crash of the agent is the attempt's failure
@@ -199,7 +200,7 @@ def run_attempt(spec: AttemptSpec, env: Environment, agent: Agent, arm_families:
     except ProtocolError:
         raise
     except EnvironmentFailure as exc:
-        cause, error = Cause.ENVIRONMENT_FAILED, str(exc)
+        cause, error = exc.cause, str(exc)
     except Exception as exc:  # noqa: BLE001 - a harness fault is recorded, not raised
         cause, error = Cause.HARNESS_FAILED, f"{type(exc).__name__}: {exc}\n" + \
             traceback.format_exc(limit=4)
@@ -216,11 +217,13 @@ def run_attempt(spec: AttemptSpec, env: Environment, agent: Agent, arm_families:
     coded = code_funnel(trajectory, task.instruction, coding, runtime, passed,
                         policy_arm=context.policy_arm)
     _write_logs(env.files, session, runtime, verifier)
-    env.redactor.tree(env.files.logs)  # every file of the attempt, as the transcript
+    # The last writer is done: every file of the attempt's folder (logs, hook state and
+    # activity, the CLI's settings) passes through the redactor, as the transcript did.
+    env.redactor.tree(env.files.root)
     usage = outcome.usage if outcome.usage is not None else Usage()
     validity = check_attempt(context.policy_arm, arm_families, runtime.events,
                              agent_ran=session is not None, tamper=outcome.tamper)
-    return AttemptRecord(
+    return _redacted(env.redactor, AttemptRecord(
         run=spec.run, panel=spec.panel, attempt_id=spec.attempt_id, task=spec.task,
         task_digest=task.digest, cohort=spec.cohort,
         families=[f.family for f in coded.per_family], arm=spec.arm, replicate=spec.replicate,
@@ -233,4 +236,12 @@ def run_attempt(spec: AttemptSpec, env: Environment, agent: Agent, arm_families:
         timings=Timings(environment_s=round(t_env, 3), agent_s=round(t_agent, 3),
                         verifier_s=round(t_ver, 3), total_s=round(time.monotonic() - t0, 3)),
         usage=usage, config_hash=spec.config_hash, versions=versions or {},
-        started_at=started_at, finished_at=now_iso(), log_dir="")
+        started_at=started_at, finished_at=now_iso(), log_dir=""))
+
+
+def _redacted(redactor: Redactor, record: AttemptRecord) -> AttemptRecord:
+    """``record`` with every secret (and encoding of one) in any of its fields masked: an
+    error message or an event may quote a command the agent typed."""
+    line = record.model_dump_json()
+    clean = redactor.text(line)
+    return record if clean == line else AttemptRecord.model_validate_json(clean)

@@ -7,6 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from fire_exp.attempt_paths import AttemptPaths
+from fire_exp.environments.redaction import redact_text, secret_values
 from fire_exp.records import AttemptRecord, Cause, Lineage, now_iso
 from fire_exp.runner.build import versions
 from fire_exp.runner.model import AttemptJob, Panel
@@ -22,6 +23,7 @@ def harness_failure(panel: Panel, job: AttemptJob, error: str, *,
     its log folder.
     """
     item = job.item
+    error = redact_text(error, secret_values())  # a traceback may quote a secret
     files = AttemptPaths(Path(job.attempt_dir))
     try:
         files.logs.mkdir(parents=True, exist_ok=True)

@@ -8,6 +8,7 @@ the container is written to /logs/agent, which the attempt copies out.
 
 from __future__ import annotations
 
+import base64
 import json
 import os
 import shlex
@@ -17,6 +18,7 @@ import subprocess
 import sys
 import threading
 import time
+import uuid
 from pathlib import Path
 from typing import Any
 
@@ -118,6 +120,34 @@ def test_claude_code_in_the_container_is_denied_and_the_verifier_sees_its_work(
     assert KEY not in record_to_line(record)
 
 
+def test_a_key_the_agent_typed_or_encoded_is_masked_in_every_file_of_the_attempt(
+        engine: Any, script: Any, tmp_path: Path) -> None:
+    # The model reads env, then types the key into commands and writes a base64 copy: the
+    # hook state and activity log, the CLI's output, /logs and the record all hold it.
+    marker = "marker-" + uuid.uuid4().hex  # not a secret: it must survive everywhere
+    script(["env > /dev/null",
+            f"echo {marker} {KEY} > /tmp/typed.txt",
+            f"printf %s {KEY} | base64 > /logs/agent/b64.txt",
+            f"printf 'xy%s' {KEY} | base64 -w0 > /logs/agent/b64-shifted.txt",
+            f"echo {marker} > /logs/agent/marker.txt"])
+    record = attempt(tmp_path, "recover-wal-orders", "real", mounted(ClaudeCodeAgent))
+    assert record.cause is None, record.error
+    root = tmp_path / "attempt"
+    activity = root / "hooks" / "state" / "activity.jsonl"
+    assert marker in activity.read_text()  # the hook state saw the typed command
+    assert marker in (root / "logs" / "agent" / "commands.jsonl").read_text()
+    assert (root / "logs" / "agent" / "marker.txt").read_text() == f"{marker}\n"
+    copies = [KEY.encode(), base64.b64encode(KEY.encode())[1:-3],
+              base64.b64encode(b"xy" + KEY.encode())[4:-4]]
+    files = [p for p in root.rglob("*") if p.is_file() and not p.is_symlink()]
+    assert activity in files
+    for path in files:
+        data = path.read_bytes()
+        assert not [c for c in copies if c in data.replace(b"\n", b"")], path
+    assert (root / "logs" / "agent" / "b64.txt").read_bytes().startswith(b"***")
+    assert KEY not in record_to_line(record)
+
+
 SHIM = "/opt/fire-exp/bin/fire-exp-hook"
 CLAUDE_SESSION = "5f0c2a9e-fake-41d2-a7c3-claude"  # the fake CLI's, as Claude Code's
 
@@ -127,7 +157,8 @@ def test_a_shim_rewritten_to_exit_0_leaves_a_tool_call_no_hook_saw(
     """The agent, root in its box, switches its policies off; the denied command runs, and
     the attempt is invalid with the call named."""
     script([f"printf '#!/bin/sh\\nexit 0\\n' > {SHIM}", DENIED])
-    record = attempt(tmp_path, "recover-wal-orders", "real", mounted(ClaudeCodeAgent))
+    record = attempt(tmp_path, "recover-wal-orders", "real",
+                     mounted(ClaudeCodeAgent, user=None))  # root: a task that needs root
     assert (agent_logs(tmp_path) / "denied-ran.txt").stat().st_size > 0  # the wall fell
     assert record.events > 0  # the prompt and the first call reached the host
     assert not record.valid
@@ -226,30 +257,41 @@ def test_a_no_network_task_reaches_only_the_listed_endpoint(engine: Any, script:
     other = engine.containers.run(BASE_IMAGE, ["python3", "-m", "http.server", "8089"],
                                   detach=True, remove=True,
                                   name=f"fire-exp-test-offhost-{os.getpid()}")
-    upstream = socket.create_server((gateway, 0))
-    port = upstream.getsockname()[1]
-    threading.Thread(target=lambda: upstream.accept()[0].sendall(b"model endpoint\n"),
-                     daemon=True).start()
     try:
         other_ip = _address_when_listening(other, 8089)
     except BaseException:
         other.remove(force=True)
         raise
+    docker0 = other.attrs["NetworkSettings"]["Gateway"]  # the host's address on that bridge
+    upstream = _listener(gateway, b"model endpoint\n")
+    port = upstream.getsockname()[1]
+    # The host's own services: on its docker0 address, and on the egress network's gateway
+    # at a port that is not the proxy's. An internal network alone leaves both reachable.
+    host_side = [_listener(docker0, b"host service\n"), _listener(gateway, b"host service\n")]
     connect = (f"p=${{HTTPS_PROXY#http://}}; exec 3<>/dev/tcp/${{p%:*}}/${{p#*:}}; "
                f"printf 'CONNECT {gateway}:{port} HTTP/1.1\\r\\n\\r\\n' >&3; "
                "timeout 5 cat <&3 > /logs/agent/allowed.txt; true")
+    direct = "".join(
+        f"timeout 5 bash -c 'exec 3<>/dev/tcp/{address}/{sock.getsockname()[1]}; cat <&3' "
+        f"> /logs/agent/host-{i}.txt 2>&1; echo \"exit $?\" >> /logs/agent/host-{i}.txt; "
+        for i, (address, sock) in enumerate(zip((docker0, gateway), host_side, strict=True)))
     script([connect,
             "curl -s -m 5 -p -x $HTTPS_PROXY https://example.org/ > /dev/null; "
             "echo $? > /logs/agent/refused.txt",
             "curl -s -m 3 --noproxy '*' http://1.1.1.1/ > /dev/null; "
             "echo $? > /logs/agent/direct.txt",
             f"curl -s -m 3 --noproxy '*' http://{other_ip}:8089/ > /dev/null; "
-            "echo $? > /logs/agent/offhost.txt"])
+            "echo $? > /logs/agent/offhost.txt",
+            direct,
+            # root in the box cannot lift the wall (no CAP_NET_ADMIN)
+            "ip route del default > /logs/agent/unroute.txt 2>&1; echo $? >> "
+            "/logs/agent/unroute.txt"])
     agent = mounted(ClaudeCodeAgent, egress=[f"{gateway}:{port}"])
     try:
         record = attempt(tmp_path, "csv-column-stats", "baseline", agent)
     finally:
-        upstream.close()
+        for sock in [upstream, *host_side]:
+            sock.close()
         other.remove(force=True)
     assert record.cause is None, record.error
     logs = agent_logs(tmp_path)
@@ -259,9 +301,30 @@ def test_a_no_network_task_reaches_only_the_listed_endpoint(engine: Any, script:
     assert (logs / "direct.txt").read_text().strip() != "0"
     # No route off the host: a machine this host reaches is out of the container's reach.
     assert (logs / "offhost.txt").read_text().strip() not in ("", "0")
+    for i in range(2):  # nor the host's own listeners, on the bridge or beside the proxy
+        tried = (logs / f"host-{i}.txt").read_text()
+        assert "host service" not in tried and "exit 0" not in tried and "exit" in tried, tried
+    assert not (logs / "unroute.txt").read_text().endswith("\n0\n")
     egress = [json.loads(x) for x in (logs / "egress.jsonl").read_text().splitlines()]
     assert [(e["target"], e["allowed"]) for e in egress] == \
         [(f"{gateway}:{port}", True), ("example.org:443", False)]
+
+
+def _listener(address: str, greeting: bytes) -> socket.socket:
+    """A TCP listener on ``address`` that greets each connection (until it is closed)."""
+    server = socket.create_server((address, 0))
+
+    def serve() -> None:
+        while True:
+            try:
+                conn, _ = server.accept()
+            except OSError:
+                return
+            with conn:
+                conn.sendall(greeting)
+
+    threading.Thread(target=serve, daemon=True).start()
+    return server
 
 
 def _address_when_listening(container: Any, port: int) -> str:
