@@ -43,6 +43,7 @@ from fire_exp.attempt_paths import (
     in_box,
 )
 from fire_exp.environments.archives import extract_archive, single_file, tar_directory, tar_file
+from fire_exp.environments.failure import AgentCausedFailure as AgentCausedFailure
 from fire_exp.environments.failure import EnvironmentFailure as EnvironmentFailure
 from fire_exp.environments.redaction import Redactor
 from fire_exp.environments.reward import read_reward_dir
@@ -75,6 +76,20 @@ class ExecResult:
         if self.stderr and self.stdout:
             return self.stdout.rstrip("\n") + "\n" + self.stderr
         return self.stdout or self.stderr
+
+
+@dataclass(frozen=True)
+class CapturedExec:
+    """A command of the agent's session whose stdout and stderr the box recorded
+    (:meth:`Environment.exec_captured`)."""
+
+    result: ExecResult
+    stdout: bytes
+    stderr: bytes
+    # What the agent's own processes did to the command or its capture (None: nothing
+    # seen); the attempt is then the agent's failure.
+    sabotage: str | None = None
+    intact: bool = True  # False: the capture was altered; its content is not evidence
 
 
 @dataclass(frozen=True)
@@ -118,6 +133,7 @@ class Capability(StrEnum):
     HOST_HOOKS = "host_hooks"  # the box is this machine: a hook runs fire-exp's command
     HOOK_RELAY = "hook_relay"  # open_stream: hook calls in the box are answered on the host
     INSTALL_AGENT = "install_agent"  # install_agent/prepare_agent: a CLI put into the box
+    AGENT_USER = "agent_user"  # run_agent_as: the agent's session runs as an unprivileged user
 
 
 class Environment(ABC):
@@ -257,6 +273,33 @@ class Environment(ABC):
         """``HOOK_RELAY``: start ``argv`` in the box with its stdin and stdout as a line
         stream to this process (closing the stream ends its input)."""
         raise self._lacks(Capability.HOOK_RELAY)
+
+    def exec_captured(self, command: str, timeout: float, *,
+                      env: Mapping[str, str] | None = None) -> CapturedExec:
+        """Run ``command`` like :meth:`exec`, its stdout and stderr recorded by the box.
+
+        A backend whose session host records them itself (Docker) keeps the record out of
+        the agent's reach and says when the agent's processes tampered with it; this
+        default redirects into the agent's folder, where the agent could change them.
+        """
+        out = shlex.quote(f"{self.paths.agent}/out")
+        result = self.exec(f"mkdir -p {out} && exec {command} > {out}/stdout "
+                           f"2> {out}/stderr < /dev/null", timeout, env=env)
+        texts = []
+        for name in ("stdout", "stderr"):
+            try:
+                texts.append(self.read_file(f"{self.paths.agent}/out/{name}"))
+            except EnvironmentFailure:
+                texts.append(b"")
+        self.remove(f"{self.paths.agent}/out")
+        return CapturedExec(result, texts[0], texts[1])
+
+    def run_agent_as(self, user: str) -> None:
+        """``AGENT_USER``: before :meth:`start`, run the agent's session as the box user
+        ``user`` (made if the box lacks it) unless the task's ``[agent].user`` names
+        another (``root``: the task needs root). The verifier still runs as the box's
+        default user."""
+        raise self._lacks(Capability.AGENT_USER)
 
     def open_egress(self, allowed: Sequence[str], log_path: Path) -> Egress | None:
         """``EGRESS_ALLOWLIST``: let a process reach only ``allowed`` (``host:port``);

@@ -14,7 +14,11 @@ Per attempt it
    filter letting it reach nothing but loopback and the proxy (``egress_firewall.py``);
 3. starts the agent's session host (``session_host.py``, run by the container's
    ``python3``) as the process of one ``docker exec`` with its stdin attached; each agent
-   command is one request on that socket, a ``bash -c`` child of the session leader;
+   command is one request on that socket, a ``bash -c`` child of the session leader. The
+   host stays root; where the agent runs unprivileged (``run_agent_as``, a coding-agent
+   CLI's default) every command runs as that user, who gets the working folder,
+   ``/logs/agent`` and a home in the agent's folder. When the harness dies, the host's
+   input ends and it kills every process of the attempt (its watchdog);
 4. at the end of the agent phase hangs the session up: what is attached to it dies, a
    ``setsid`` server with redirected streams survives, exactly as in the local environment;
 5. runs the verifier (``Environment.run_verifier``); ``collect_logs`` copies ``/logs`` to ``ATTEMPT/logs``;
@@ -41,6 +45,7 @@ from fire_exp.environments.archives import extract_archive, tar_file
 from fire_exp.environments.base import (
     BoxPaths,
     Capability,
+    CapturedExec,
     Environment,
     EnvironmentFailure,
     ExecResult,
@@ -49,6 +54,16 @@ from fire_exp.environments.base import (
 )
 from fire_exp.environments.docker_channel import ExecChannel
 from fire_exp.environments.docker_install import mounts, prepare_cli_image, try_binary
+from fire_exp.environments.docker_session import (
+    AGENT_DIR,
+    AGENT_HOME,
+    CAPTURE_DIR,
+    blame,
+    capture_damage,
+    grant_script,
+    oom_kills,
+    sabotage,
+)
 from fire_exp.environments.egress import EgressProxy, ensure_egress_network, gateway_of
 from fire_exp.environments.egress_firewall import HOW_TO_FIX, cannot_confine, confine_to_proxy
 from fire_exp.environments.images import (
@@ -63,7 +78,6 @@ from fire_exp.tasks.model import Task
 
 HOST_PATH = "/opt/fire-exp/session_host.py"
 LOGS, TESTS, SOLUTION, PORT = "/logs", "/tests", "/solution", 8000
-AGENT_DIR = "/opt/fire-exp/agent"
 _REPLY_MARGIN = 30.0  # seconds past a command's own timeout before the host gives up on it
 _STREAM_S = 7 * 24 * 3600.0  # an open_stream lives as long as the attempt
 _KILL_GRACE_S = 5.0
@@ -137,7 +151,7 @@ class DockerEnvironment(Environment):
     name = "docker"
     capabilities = frozenset({Capability.SERVICES, Capability.NETWORK_POLICY,
                               Capability.EGRESS_ALLOWLIST, Capability.HOOK_RELAY,
-                              Capability.INSTALL_AGENT})
+                              Capability.INSTALL_AGENT, Capability.AGENT_USER})
 
     def __init__(self, task: Task, attempt_dir: Path, attempt_id: str, *,
                  base_image: str = BASE_IMAGE, bootstrap_base: bool = True,
@@ -160,6 +174,11 @@ class DockerEnvironment(Environment):
         # image and network as they are.
         self.agent_install: AgentInstall | None = None
         self.network: str | None = None
+        self._asked_user: str | None = None  # run_agent_as; the task's [agent].user wins
+        self._granted = False  # the agent's user has its folders
+        self._host_pid: int | None = None  # the session host's pid in the container
+        self._oom_base: int | None = None  # the cgroup's OOM kills when the session began
+        self._session_lost = False
 
     @property
     def paths(self) -> BoxPaths:
@@ -179,6 +198,12 @@ class DockerEnvironment(Environment):
         if self.keep_container:
             labels[f"{LABEL}.keep"] = "1"
         return labels
+
+    @property
+    def agent_user(self) -> str | None:
+        """The box user the agent's session runs as (None: root, the box's default)."""
+        user = self.task.agent.user or self._asked_user
+        return None if user in (None, "root") else user
 
     def box_env(self) -> dict[str, str]:
         """The environment variables every process in the container sees."""
@@ -250,9 +275,9 @@ class DockerEnvironment(Environment):
         except Exception:  # noqa: BLE001, S110 - it was never created
             pass
 
-    def _sh(self, command: str, timeout: float = 60.0) -> tuple[int, str]:
+    def _sh(self, command: str, timeout: float = 60.0, user: str = "") -> tuple[int, str]:
         """Run a housekeeping command with ``sh -c`` (not in the agent's session)."""
-        result = self.container.exec_run(["sh", "-c", command], workdir="/",
+        result = self.container.exec_run(["sh", "-c", command], workdir="/", user=user,
                                          environment=self.box_env())
         return int(result.exit_code), result.output.decode(errors="replace")
 
@@ -271,7 +296,8 @@ class DockerEnvironment(Environment):
         exec_id = api.exec_create(
             self.container.id, ["python3", HOST_PATH, self.marker, in_box(LOGS, TERMINAL_LOG)],
             stdin=True, stdout=True, stderr=True, tty=False, workdir=self.paths.workdir,
-            environment=self.box_env())["Id"]
+            # root, to switch to the agent's user and stay out of its reach
+            user="root" if self.agent_user else "", environment=self.box_env())["Id"]
         self._channel = ExecChannel(api.exec_start(exec_id, socket=True), self.cancelled)
         # The exec starts asynchronously: wait until the host answers, and check that it
         # leads its own session (what the end-of-session semantics rest on).
@@ -279,6 +305,8 @@ class DockerEnvironment(Environment):
         if reply.get("pid") != reply.get("sid"):
             raise EnvironmentFailure(f"the agent's session host is not a session leader: "
                                      f"{reply}")
+        self._host_pid = int(reply["pid"])
+        self._oom_base = self._oom_kills()
 
     def _running(self) -> Any:
         if self.container is None:
@@ -300,22 +328,80 @@ class DockerEnvironment(Environment):
 
     def exec(self, command: str, timeout: float, *, env: Mapping[str, str] | None = None
              ) -> ExecResult:
-        channel = self._channel
-        if channel is None:
-            raise EnvironmentFailure("the agent's session has ended")
+        reply = self._session_request(self._exec_request(command, timeout, env),
+                                      timeout + _REPLY_MARGIN)
+        return _result(reply)
+
+    def exec_captured(self, command: str, timeout: float, *,
+                      env: Mapping[str, str] | None = None) -> CapturedExec:
+        """The session host records the command's output in root's ``CAPTURE_DIR`` until
+        the command exits; what the agent's processes did to it is in ``sabotage``."""
+        req = self._exec_request(f"exec {command} < /dev/null", timeout, env)
+        req["capture"] = CAPTURE_DIR
+        reply = self._session_request(req, timeout + _REPLY_MARGIN)
+        files = {"stdout": b"", "stderr": b""}  # none: the host could not start the command
+        for name, made in (reply.get("capture") or {}).items():
+            try:
+                files[name] = self.read_file(made["path"])
+            except EnvironmentFailure:
+                files[name] = b""
+        self.remove(CAPTURE_DIR)
+        damage = capture_damage(reply, files)
+        return CapturedExec(_result(reply), files["stdout"], files["stderr"],
+                            sabotage=sabotage(self._running(), reply, damage),
+                            intact=not damage)
+
+    def _exec_request(self, command: str, timeout: float, env: Mapping[str, str] | None
+                      ) -> dict[str, Any]:
         req: dict[str, Any] = {"op": "exec", "command": command, "timeout": timeout,
                                "cwd": self.paths.workdir}
         if env:
             req["env_extra"] = dict(env)
-        with self._lock:
-            reply = channel.request(req, timeout + _REPLY_MARGIN)
-        return ExecResult(exit_code=reply["exit_code"], stdout=reply["stdout"],
-                          stderr=reply["stderr"], timed_out=reply["timed_out"],
-                          duration_s=reply["duration_s"])
+        if self.agent_user is not None:
+            self._grant_agent_user(self.agent_user)
+            req |= {"user": self.agent_user, "home": AGENT_HOME}
+        return req
+
+    def _session_request(self, req: dict[str, Any], timeout: float) -> dict[str, Any]:
+        channel = self._channel
+        if channel is None:
+            raise EnvironmentFailure("the agent's session has ended")
+        try:
+            with self._lock:
+                return channel.request(req, timeout)
+        except EnvironmentFailure as exc:
+            if self.cancelled.is_set():
+                raise
+            self._session_lost = True
+            raise self._blame(exc) from exc
+
+    def _grant_agent_user(self, user: str) -> None:
+        """Once, before the agent's first command: ``user`` gets what it writes
+        (:func:`docker_session.grant_script`)."""
+        if self._granted:
+            return
+        code, out = self._sh(grant_script(self.task, user), user="root")
+        if code != 0:
+            raise EnvironmentFailure(f"task {self.task.name}: could not prepare the agent's "
+                                     f"user {user} (exit {code}: {out.strip()[-400:]})")
+        self._granted = True
+
+    def _blame(self, exc: EnvironmentFailure) -> EnvironmentFailure:
+        """Whose failure a lost session is (:func:`docker_session.blame`)."""
+        try:
+            return blame(self._running(), self._sh, self._host_pid, self._oom_base, exc)
+        except Exception:  # noqa: BLE001 - no evidence: it stays the box's failure
+            return exc
+
+    def _oom_kills(self) -> int | None:
+        return oom_kills(self._sh)
 
     def end_agent_session(self) -> SessionEnd:
         channel, self._channel = self._channel, None
         if channel is None:
+            return SessionEnd()
+        if self._session_lost:  # its host is gone: nothing to hang up (stop() kills the rest)
+            channel.close()
             return SessionEnd()
         try:
             with self._lock:
@@ -399,6 +485,9 @@ class DockerEnvironment(Environment):
 
     def install_agent(self, install: AgentInstall) -> None:
         self.agent_install = install
+
+    def run_agent_as(self, user: str) -> None:
+        self._asked_user = user
 
     def agent_binary(self, install: AgentInstall) -> str:
         return install.spec.binary_in_box(install.binary)
@@ -504,3 +593,10 @@ class DockerEnvironment(Environment):
                 if attempt == 2:
                     raise
                 time.sleep(0.5)
+
+
+def _result(reply: dict[str, Any]) -> ExecResult:
+    return ExecResult(exit_code=reply["exit_code"], stdout=reply["stdout"],
+                      stderr=reply["stderr"], timed_out=reply["timed_out"],
+                      duration_s=reply["duration_s"])
+

@@ -9,9 +9,21 @@ processes that left the session (``setsid``) can still be found by process id.
 Requests::
 
     {"op": "exec", "command": "...", "timeout": 30, "cwd": "/app", "env": {...},
-     "env_extra": {...}}
+     "env_extra": {...}, "user": "fire-agent", "home": "/home/x", "capture": "/dir"}
     {"op": "hangup", "grace": 0.5}
     {"op": "ping"}
+
+``user`` runs the command as that box user (the host itself stays root, out of the
+agent's reach: an unprivileged agent can neither signal it nor read its files); ``home``
+is that user's ``HOME``. ``capture`` records the command's stdout and stderr into
+``DIR/stdout`` and ``DIR/stderr`` — files of the host's own user (0600 in a 0700 folder)
+written from pipes the host reads — until the command's process exits. Whoever else still
+holds those pipes then (a process that took the CLI's output through ``/proc``) is named
+in the reply and killed, so nothing is appended after the command ended; the reply gives
+each file's size and SHA-256, so a later change to a file is evident. The reply also
+names the signal that ended the command (``signal``) and the out-of-memory kills of the
+box's cgroup while it ran (``oom_kills``; None where the cgroup cannot be read): a
+command killed by a signal nobody outside the box sent was killed from inside.
 
 ``hangup`` is the end of the agent's session, as when a terminal closes: every process
 still in the session receives SIGHUP (``nohup`` ignores it), and every process whose
@@ -19,14 +31,22 @@ stdout or stderr is still one of the session's terminal streams is killed (its t
 gone). A server started with a plain ``&`` therefore dies; one started with ``setsid`` or
 ``nohup`` *and* redirected streams survives. The host then exits.
 
+The watchdog: when the host's input ends before a hangup (the harness died, even by
+SIGKILL: its end of the pipe or of the ``docker exec`` closes), every process of the
+attempt (marker ``FIRE_ATTEMPT``) is killed at once and the host exits, so nothing the
+agent started — a CLI holding its key — outlives the harness by more than a moment.
+
 This file runs standalone (``python3 session_host.py MARKER LOGFILE``), also inside
 containers, so it imports nothing outside the standard library.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
+import pwd
+import queue
 import select
 import signal
 import subprocess
@@ -36,6 +56,8 @@ import time
 from typing import Any
 
 CHUNK = 65536
+# The users agent commands ran as: every process of theirs is the attempt's.
+AGENT_UIDS: set[int] = set()
 MAX_CAPTURE = 1 << 20  # per command and stream; the rest goes to the terminal log only
 # Containers may carry an older python3 (process_group= is new in 3.11).
 _OWN_GROUP: dict[str, Any] = ({"process_group": 0} if sys.version_info >= (3, 11)
@@ -160,17 +182,56 @@ def is_alive(pid: int) -> bool:
     return fields is not None and fields[0] not in ("Z", "X")
 
 
-def marked_processes(marker: str) -> list[int]:
-    """Process ids whose environment carries ``FIRE_ATTEMPT=<marker>``."""
+def _libc() -> Any:
+    try:
+        import ctypes
+
+        return ctypes.CDLL(None, use_errno=True)
+    except (ImportError, OSError):
+        return None
+
+
+_LIBC = _libc()
+
+
+def as_owner(pid: int, read: Any, *args: Any) -> Any:
+    """``read(*args)`` a file of ``/proc/PID``; refused, again with this thread's file-system
+    user switched to the process's owner. Root in a container lacks CAP_SYS_PTRACE, so it
+    may read another user's ``environ`` and ``fd`` only as that user (the agent's)."""
+    try:
+        return read(*args)
+    except PermissionError:
+        if _LIBC is None or os.geteuid() != 0:
+            raise
+    owner = os.stat(f"/proc/{pid}")
+    _LIBC.setfsgid(owner.st_gid)  # per thread: the host's other threads stay root
+    _LIBC.setfsuid(owner.st_uid)
+    try:
+        return read(*args)
+    finally:
+        _LIBC.setfsuid(0)
+        _LIBC.setfsgid(0)
+
+
+def _environ(pid: int) -> list[bytes]:
+    with open(f"/proc/{pid}/environ", "rb") as fh:
+        return fh.read().split(b"\0")
+
+
+def marked_processes(marker: str, uids: Any = ()) -> list[int]:
+    """Process ids whose environment carries ``FIRE_ATTEMPT=<marker>``, and every process
+    of the users ``uids`` (the agent's own user: none of its processes escapes by dropping
+    the marker from its environment)."""
     needle = f"FIRE_ATTEMPT={marker}".encode()
     found = []
     for name in os.listdir("/proc"):
         if not name.isdigit():
             continue
+        pid = int(name)
         try:
-            with open(f"/proc/{name}/environ", "rb") as fh:
-                if needle in fh.read().split(b"\0"):
-                    found.append(int(name))
+            if os.stat(f"/proc/{name}").st_uid in uids or \
+                    needle in as_owner(pid, _environ, pid):
+                found.append(pid)
         except OSError:
             continue
     return found
@@ -180,7 +241,7 @@ def attached_streams(pid: int, inodes: set[int]) -> bool:
     """Whether the process's stdout or stderr is one of the session's terminal streams."""
     for fd in (1, 2):
         try:
-            link = os.readlink(f"/proc/{pid}/fd/{fd}")
+            link = as_owner(pid, os.readlink, f"/proc/{pid}/fd/{fd}")
         except OSError:
             continue
         if link.startswith("pipe:[") and int(link[6:-1]) in inodes:
@@ -188,23 +249,146 @@ def attached_streams(pid: int, inodes: set[int]) -> bool:
     return False
 
 
+def pipe_holders(inode: int) -> list[int]:
+    """Process ids other than this one with a descriptor on the pipe ``inode``."""
+    me, link = os.getpid(), f"pipe:[{inode}]"
+
+    def holds(pid: int) -> bool:
+        return any(os.readlink(f"/proc/{pid}/fd/{fd}") == link
+                   for fd in os.listdir(f"/proc/{pid}/fd"))
+
+    found = []
+    for name in os.listdir("/proc"):
+        if not name.isdigit() or int(name) == me:
+            continue
+        pid = int(name)
+        try:
+            if as_owner(pid, holds, pid):
+                found.append(pid)
+        except OSError:
+            continue
+    return found
+
+
+def oom_kills() -> int | None:
+    """The box's cgroup's out-of-memory kills so far (None: no cgroup v2 to read)."""
+    try:
+        with open("/sys/fs/cgroup/memory.events") as fh:
+            for line in fh:
+                key, _, value = line.partition(" ")
+                if key == "oom_kill":
+                    return int(value)
+    except (OSError, ValueError):
+        pass
+    return None
+
+
+class Capture:
+    """A command's stdout and stderr, recorded by this process into files of its own."""
+
+    def __init__(self, folder: str) -> None:
+        os.makedirs(folder, mode=0o700, exist_ok=True)
+        if os.lstat(folder).st_uid != os.getuid():
+            raise OSError(f"{folder} is not the session host's own folder")
+        os.chmod(folder, 0o700)
+        self.files: dict[str, dict[str, Any]] = {}
+        self.fds: dict[int, tuple[str, int, Any]] = {}  # read end -> name, file, digest
+        self.write_ends: list[int] = []
+        for name in ("stdout", "stderr"):
+            path = os.path.join(folder, name)
+            out = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o600)
+            r, w = os.pipe()
+            self.fds[r] = (name, out, hashlib.sha256())
+            self.files[name] = {"path": path, "bytes": 0, "sha256": ""}
+            self.write_ends.append(w)
+        self.inodes = [os.fstat(r).st_ino for r in self.fds]
+
+    def pump(self, until: Any) -> None:
+        """Record what arrives until ``until()`` is true (the command exited)."""
+        while self.fds and not until():
+            self._read_ready(0.05)
+
+    def finish(self, deadline_s: float = 5.0) -> list[int]:
+        """After the command exited: kill whoever else holds its pipes, record what they
+        held until end of file, close. Returns the holders' process ids."""
+        holders = sorted({p for ino in self.inodes for p in pipe_holders(ino)})
+        for pid in holders:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except (ProcessLookupError, PermissionError):
+                pass
+        deadline = time.monotonic() + deadline_s
+        while self.fds and time.monotonic() < deadline:
+            self._read_ready(0.05)
+        for r in list(self.fds):
+            self._close(r)
+        return holders
+
+    def _read_ready(self, wait: float) -> None:
+        ready, _, _ = select.select(list(self.fds), [], [], wait)
+        for r in ready:
+            data = os.read(r, CHUNK)
+            if not data:
+                self._close(r)
+                continue
+            name, out, digest = self.fds[r]
+            os.write(out, data)
+            digest.update(data)
+            self.files[name]["bytes"] += len(data)
+
+    def _close(self, r: int) -> None:
+        name, out, digest = self.fds.pop(r)
+        self.files[name]["sha256"] = digest.hexdigest()
+        os.close(out)
+        os.close(r)
+
+
+def _as_user(req: dict[str, Any], env: dict[str, str]) -> dict[str, Any]:
+    """Popen arguments that run the child as ``req["user"]`` (none: as this process)."""
+    name = req.get("user")
+    if not name:
+        return {}
+    if sys.version_info < (3, 9):  # noqa: UP036 - a container may carry an older python3
+        raise OSError("running the agent as another user needs python3 >= 3.9 in the box")
+    try:
+        entry = pwd.getpwnam(name)
+    except KeyError:
+        raise OSError(f"no user {name!r} in the box") from None
+    env.update(HOME=req.get("home") or entry.pw_dir, USER=name, LOGNAME=name)
+    if entry.pw_uid != 0:
+        AGENT_UIDS.add(entry.pw_uid)
+    return {"user": entry.pw_uid, "group": entry.pw_gid, "extra_groups": []}
+
+
 def run_command(term: Terminal, marker: str, req: dict[str, Any]) -> dict[str, Any]:
     env = dict(req.get("env") or os.environ)
     env.update(req.get("env_extra") or {})  # e.g. a CLI's key: this command only
     env["FIRE_ATTEMPT"] = marker
-    out, out_w = term.pipe()
-    err, err_w = term.pipe()
+    user = _as_user(req, env)
+    capture = Capture(req["capture"]) if req.get("capture") else None
+    out: Stream | None = None
+    err: Stream | None = None
+    if capture is None:
+        (out, out_w), (err, err_w) = term.pipe(), term.pipe()
+    else:
+        out_w, err_w = capture.write_ends
+    oom_before = oom_kills()
     start = time.monotonic()
     # Its own process group inside the session, as a shell with job control does, so a
     # timeout can interrupt the command and its foreground children.
-    proc = subprocess.Popen(["bash", "-c", req["command"]], stdin=subprocess.DEVNULL,
-                            stdout=out_w, stderr=err_w, cwd=req.get("cwd") or None, env=env,
-                            **_OWN_GROUP)
-    os.close(out_w)
-    os.close(err_w)
-    timed_out = False
     try:
-        proc.wait(timeout=float(req.get("timeout", 600)))
+        proc = subprocess.Popen(["bash", "-c", req["command"]], stdin=subprocess.DEVNULL,
+                                stdout=out_w, stderr=err_w, cwd=req.get("cwd") or None,
+                                env=env, **_OWN_GROUP, **user)
+    finally:
+        os.close(out_w)
+        os.close(err_w)
+    timed_out = False
+    limit = start + float(req.get("timeout", 600))
+    if capture is not None:
+        capture.pump(lambda: proc.poll() is not None or time.monotonic() > limit)
+    try:
+        proc.wait(timeout=max(limit - time.monotonic(), 0.0))
     except subprocess.TimeoutExpired:
         timed_out = True
         try:
@@ -212,24 +396,41 @@ def run_command(term: Terminal, marker: str, req: dict[str, Any]) -> dict[str, A
         except ProcessLookupError:
             pass
         proc.wait()
-    # Collect what is already written; background jobs may hold the pipes open for good.
+    reply: dict[str, Any] = {}
+    if capture is not None:
+        reply["holders"] = capture.finish()
+        reply["capture"] = capture.files
+    else:
+        _collect(term, out, err)
+    oom_after = oom_kills()
+    return reply | {
+        "exit_code": 124 if timed_out else proc.returncode,
+        "stdout": _text(out), "stderr": _text(err),
+        "timed_out": timed_out,
+        "duration_s": round(time.monotonic() - start, 4),
+        "signal": -proc.returncode if proc.returncode < 0 and not timed_out else None,
+        "oom_kills": None if oom_before is None or oom_after is None
+        else oom_after - oom_before,
+    }
+
+
+def _collect(term: Terminal, out: Stream | None, err: Stream | None) -> None:
+    """Collect what is already written; background jobs may hold the pipes open for good."""
+    assert out is not None and err is not None
     deadline = time.monotonic() + 0.2
     while time.monotonic() < deadline and (term.pending(out) or term.pending(err)):
         time.sleep(0.01)
     time.sleep(0.02)
     term.detach(out, err)
-    return {
-        "exit_code": 124 if timed_out else proc.returncode,
-        "stdout": b"".join(out.chunks).decode("utf-8", "replace"),
-        "stderr": b"".join(err.chunks).decode("utf-8", "replace"),
-        "timed_out": timed_out,
-        "duration_s": round(time.monotonic() - start, 4),
-    }
+
+
+def _text(stream: Stream | None) -> str:
+    return b"".join(stream.chunks).decode("utf-8", "replace") if stream is not None else ""
 
 
 def hangup(term: Terminal, marker: str, grace: float) -> dict[str, Any]:
     me, my_sid = os.getpid(), os.getsid(0)
-    marked = [p for p in marked_processes(marker) if p != me]
+    marked = [p for p in marked_processes(marker, AGENT_UIDS) if p != me]
     inodes = term.inodes
     hung, killed = [], []
     for pid in marked:
@@ -252,16 +453,57 @@ def hangup(term: Terminal, marker: str, grace: float) -> dict[str, Any]:
     return {"hung_up": hung, "killed": killed, "survivors": survivors}
 
 
+def kill_marked(marker: str, wait_s: float = 5.0) -> None:
+    """SIGKILL every other process carrying the marker, again until none is left."""
+    me, deadline = os.getpid(), time.monotonic() + wait_s
+    while time.monotonic() < deadline:
+        pids = [p for p in marked_processes(marker, AGENT_UIDS) if p != me and is_alive(p)]
+        if not pids:
+            return
+        for pid in pids:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except (ProcessLookupError, PermissionError):
+                pass
+        time.sleep(0.02)
+
+
+class Watchdog:
+    """Reads the host's requests; when its input ends before a hangup, the harness is gone:
+    every process of the attempt dies and the host exits."""
+
+    def __init__(self, marker: str, stdin: Any) -> None:
+        self.marker = marker
+        self.requests: queue.Queue[str] = queue.Queue()
+        self._lock = threading.Lock()
+        self._ended = False
+        threading.Thread(target=self._read, args=(stdin,), daemon=True).start()
+
+    def end(self) -> None:
+        """The session ended by a hangup: end of input is expected from now on."""
+        with self._lock:
+            self._ended = True
+
+    def _read(self, stdin: Any) -> None:
+        for line in stdin:
+            if line.strip():
+                self.requests.put(line)
+        with self._lock:
+            if self._ended:
+                return
+            kill_marked(self.marker)
+        os._exit(0)
+
+
 def main(argv: list[str]) -> int:
     marker = argv[1]
     term = Terminal(argv[2] if len(argv) > 2 else None)
     # Children must not inherit an ignored SIGHUP from whoever started us.
     signal.signal(signal.SIGHUP, signal.SIG_DFL)
+    watchdog = Watchdog(marker, sys.stdin)
     out = sys.stdout
-    for line in sys.stdin:
-        if not line.strip():
-            continue
-        req = json.loads(line)
+    while True:
+        req = json.loads(watchdog.requests.get())
         if req["op"] == "exec":
             try:
                 reply = run_command(term, marker, req)
@@ -271,6 +513,7 @@ def main(argv: list[str]) -> int:
         elif req["op"] == "ping":  # is the session up, and does it lead its session?
             reply = {"pid": os.getpid(), "sid": os.getsid(0)}
         elif req["op"] == "hangup":
+            watchdog.end()
             reply = hangup(term, marker, float(req.get("grace", 0.5)))
             out.write(json.dumps(reply) + "\n")
             out.flush()
@@ -279,7 +522,6 @@ def main(argv: list[str]) -> int:
             reply = {"error": f"unknown op {req['op']!r}"}
         out.write(json.dumps(reply) + "\n")
         out.flush()
-    return 0
 
 
 if __name__ == "__main__":

@@ -143,8 +143,8 @@ def _run_agent(agent: Agent, session: AgentSession, rng: np.random.Generator
         before = exc.before_action or session.n_commands == 0
         return AgentOutcome(tamper=exc.tamper), \
             (Cause.PROVIDER_FAILED if before else Cause.AGENT_ERROR), str(exc)
-    except EnvironmentFailure as exc:
-        return AgentOutcome(), Cause.ENVIRONMENT_FAILED, str(exc)
+    except EnvironmentFailure as exc:  # the box's failure, or the agent's own sabotage
+        return AgentOutcome(), exc.cause, str(exc)
     except ProtocolError:
         raise  # no attempt can succeed: the run stops
     except Exception as exc:  # noqa: BLE001 - a crash of the agent is the attempt's failure
@@ -200,7 +200,7 @@ def run_attempt(spec: AttemptSpec, env: Environment, agent: Agent, arm_families:
     except ProtocolError:
         raise
     except EnvironmentFailure as exc:
-        cause, error = Cause.ENVIRONMENT_FAILED, str(exc)
+        cause, error = exc.cause, str(exc)
     except Exception as exc:  # noqa: BLE001 - a harness fault is recorded, not raised
         cause, error = Cause.HARNESS_FAILED, f"{type(exc).__name__}: {exc}\n" + \
             traceback.format_exc(limit=4)

@@ -122,6 +122,7 @@ def _size_mb(table: dict[str, Any], key_mb: str, key_text: str, path: Path,
     return max(1, int(size))
 
 
+_USER_NAME = re.compile(r"[a-z_][a-z0-9_-]{0,31}")
 # What a task may ask for: a task asking for more is a typo (or ``inf``), not a task.
 _RESOURCE_CEILINGS = {"timeout_sec": 7 * 86_400.0, "build_timeout_sec": 7 * 86_400.0,
                       "cpus": 1024.0, "memory_mb": 2.0**30, "storage_mb": 2.0**40}
@@ -150,6 +151,14 @@ def _network_mode(env_t: dict[str, Any], path: Path) -> str:
     return str(network)
 
 
+def _user(agent_t: dict[str, Any], path: Path) -> str | None:
+    user = _get(agent_t, "user", str, "agent", path, None)
+    if user is not None and not _USER_NAME.fullmatch(user):
+        raise InputError(path, "agent.user", f"{user!r} is not a user name",
+                         'name a box user such as "root" or "fire-agent"')
+    return None if user is None else str(user)
+
+
 def parse_task_toml(path: Path) -> dict[str, Any]:
     """Parse and type-check ``task.toml``; returns the keyword arguments of :class:`Task`.
 
@@ -170,7 +179,8 @@ def parse_task_toml(path: Path) -> dict[str, Any]:
         "schema_version": str(version),
         "toml_name": _get(task_t, "name", str, "task", path, None),
         "metadata": _table(data, "metadata", path),
-        "agent": AgentConfig(timeout_sec=_positive(agent_t, "timeout_sec", path, 900.0, "agent")),
+        "agent": AgentConfig(timeout_sec=_positive(agent_t, "timeout_sec", path, 900.0, "agent"),
+                             user=_user(agent_t, path)),
         "verifier": VerifierConfig(
             timeout_sec=_positive(ver_t, "timeout_sec", path, 600.0, "verifier"),
             env=_env_table(ver_t, "verifier", path)),

@@ -21,6 +21,9 @@ class AgentConfig:
     """``[agent]`` of task.toml."""
 
     timeout_sec: float = 900.0
+    # The box user the agent runs as, where the box can switch (a fire-exp key Harbor
+    # ignores): "root" for a task that needs root; None: the agent's own choice.
+    user: str | None = None
 
 
 @dataclass(frozen=True)

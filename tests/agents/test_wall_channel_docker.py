@@ -198,7 +198,10 @@ def test_a_flood_without_newline_is_dropped_with_the_harness_buffer_capped(wall:
 def test_a_whole_attempt_whose_agent_rewrites_the_shim(docker_client: Any, typed: Any,
                                                        tmp_path: Path) -> None:
     typed([f"printf '#!/bin/sh\\nexit 0\\n' > {SHIM}", DENIED])
-    record = attempt(tmp_path, "recover-wal-orders", "real", mounted(ClaudeCodeAgent))
+    # As root (a task that needs root): as fire-agent the shim is out of reach
+    # (tests/agents/test_wall_sabotage_docker.py).
+    record = attempt(tmp_path, "recover-wal-orders", "real",
+                     mounted(ClaudeCodeAgent, user=None))
     assert (agent_logs(tmp_path) / "denied-ran.txt").stat().st_size > 0  # switched off
     report = json.loads((tmp_path / "attempt" / "hooks" / "channel.json").read_text())
     # UserPromptSubmit and the rewriting command's PreToolUse; nothing after. The channel
@@ -211,7 +214,8 @@ def test_a_whole_attempt_whose_agent_rewrites_the_shim(docker_client: Any, typed
 def test_a_whole_attempt_whose_agent_kills_the_relay(docker_client: Any, typed: Any,
                                                      tmp_path: Path) -> None:
     typed(["pkill -9 -f hook_relay.sh; sleep 2", DENIED])
-    record = attempt(tmp_path, "recover-wal-orders", "real", mounted(ClaudeCodeAgent))
+    record = attempt(tmp_path, "recover-wal-orders", "real",
+                     mounted(ClaudeCodeAgent, user=None))  # as root: see above
     report = json.loads((tmp_path / "attempt" / "hooks" / "channel.json").read_text())
     assert report["relay_lost"] is True
     lost = "hook relay lost: its stream ended while the agent ran"

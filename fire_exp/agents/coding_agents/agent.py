@@ -10,9 +10,13 @@ policies reach it through its hooks instead (reference/hooks.md). Per attempt th
 2. writes the dialect's files (hook settings whose commands are the transport's, its
    configuration) into the box's agent folder, and a copy of the settings to
    ``ATTEMPT/hooks``;
-3. runs the dialect's command line as one command of the agent's session, under the
-   task's agent timeout, with the passed-through keys for that command only and, where
-   the box gates egress, the proxy's variables; its output goes to files in the box;
+3. runs the dialect's command line as one command of the agent's session
+   (``Environment.exec_captured``), as an unprivileged user where the box can switch
+   (``AGENT_USER``), under the task's agent timeout, with the passed-through keys for that
+   command only and, where the box gates egress, the proxy's variables; the box records
+   its output (in Docker, root's session host, out of the agent's reach) and says when
+   the agent's own processes killed the CLI or tampered with the record — then the
+   attempt is the agent's error, never a replaceable failure;
 4. brings the output home redacted, reads it back (commands, tokens, cost, model) into the
    session's command log, and the hook activity log into the session's policy runtime,
    so the record's ``events`` counts the hook events that really ran. A policy attempt
@@ -48,7 +52,7 @@ from fire_exp.agents.session import AgentSession, AttemptContext
 from fire_exp.agents.transcript import price_tokens
 from fire_exp.attempt_paths import AttemptPaths
 from fire_exp.environments.agent_install import AgentInstall, InstallSpec
-from fire_exp.environments.base import Capability, Environment, EnvironmentFailure
+from fire_exp.environments.base import Capability, CapturedExec, Environment, EnvironmentFailure
 from fire_exp.environments.hook_transport import HookEndpoint, HookTransport
 from fire_exp.errors import PreflightError
 from fire_exp.policies.hook_answerer import HookAnswerer
@@ -118,6 +122,12 @@ class CodingCliAgent:
         tier: the agent's tier label in the record.
         install: how the CLI gets into a box that installs agents (docs/agents.md).
         egress: ``host:port`` endpoints the CLI may reach where the box gates egress.
+        user: the box user the CLI (and every command it runs) runs as where the box can
+            switch users (``AGENT_USER``: Docker); the task's ``[agent].user`` wins
+            (``root`` for a task that needs root). Unprivileged by default: the CLI runs
+            commands the harness never sees, so the hook channel, the CLI's output capture
+            and the session host must be out of their reach (Claude Code also refuses
+            ``bypassPermissions`` as root).
     """
 
     name = "coding-cli"
@@ -127,7 +137,7 @@ class CodingCliAgent:
                  args: Sequence[str] = (), env_passthrough: Sequence[str] = (),
                  prices: dict[str, dict[str, float]] | None = None, hook_timeout_s: int = 60,
                  tier: str | None = None, install: dict[str, Any] | None = None,
-                 egress: Sequence[str] = ()) -> None:
+                 egress: Sequence[str] = (), user: str | None = "fire-agent") -> None:
         self.binary = binary or self.dialect.default_binary
         self.model, self.args = model, list(args)
         self.env_passthrough = list(env_passthrough)
@@ -138,6 +148,7 @@ class CodingCliAgent:
         self.install = AgentInstall(self.name, self.binary, InstallSpec.from_config(
             install, f"configs/agent/{self.name}.yaml"))
         self.egress = list(egress)
+        self.user = user
 
     # before the panel, before the box ------------------------------------------------
 
@@ -179,9 +190,12 @@ class CodingCliAgent:
             backend.prepare_agent(self.install, list(tasks), **dict(env_params))
 
     def place(self, env: Environment) -> None:
-        """Before the box starts: a box that installs agents puts the CLI in."""
+        """Before the box starts: a box that installs agents puts the CLI in; a box that
+        switches users runs the agent's session as :attr:`user`."""
         if Capability.INSTALL_AGENT in env.capabilities:
             env.install_agent(self.install)
+        if self.user is not None and Capability.AGENT_USER in env.capabilities:
+            env.run_agent_as(self.user)
 
     # the attempt ------------------------------------------------------------------------
 
@@ -194,7 +208,7 @@ class CodingCliAgent:
         target = bridge_target(session.context)
         passed = self._passed()
         env.redactor.add(passed.values())  # out of every log of the attempt
-        agent_dir, out_dir = env.paths.agent, f"{env.paths.agent}/out"
+        agent_dir = env.paths.agent
         transport: HookTransport | None = None
         egress = None
         try:
@@ -218,17 +232,35 @@ class CodingCliAgent:
             argv = self.dialect.argv(binary, session.instruction, workdir=env.paths.workdir,
                                      agent_dir=agent_dir, model=self.model, args=self.args,
                                      hooked=settings is not None)
-            out = shlex.quote(out_dir)
-            command = (f"mkdir -p {out} && exec {shlex.join(argv)} > {out}/cli-stdout.jsonl "
-                       f"2> {out}/cli-stderr.txt < /dev/null")
-            result = env.exec(command, timeout=max(session.time_left(), 1.0), env=extra)
+            run = env.exec_captured(shlex.join(argv), timeout=max(session.time_left(), 1.0),
+                                    env=extra)
         finally:
             if transport is not None:
                 transport.close()
             if egress is not None:
                 egress.close()
-        self._fetch_output(env, out_dir)
-        return self._outcome(session, target, result.exit_code, result.timed_out)
+        self._fetch_output(env, run)
+        if run.sabotage is not None:  # the agent's own doing: its cause, never a reroll
+            return self._sabotaged(session, target, run)
+        return self._outcome(session, target, run.result.exit_code, run.result.timed_out)
+
+    def _sabotaged(self, session: AgentSession, target: BridgeTarget | None,
+                   run: CapturedExec) -> AgentOutcome:
+        """The agent's processes killed the CLI or tampered with its capture: the agent's
+        error. An intact capture is still read back (commands, hook events, cost); one
+        that was altered or held is tampering with the record, so the attempt is invalid
+        too."""
+        usage = Usage()
+        tamper: tuple[str, ...] = () if run.intact else (run.sabotage or "",)
+        if run.intact:
+            try:
+                read = self._outcome(session, target, run.result.exit_code,
+                                     run.result.timed_out)
+                usage, tamper = read.usage, read.tamper
+            except ProviderError as exc:
+                tamper = exc.tamper
+        return AgentOutcome(usage=usage, cause=Cause.AGENT_ERROR, error=run.sabotage,
+                            tamper=tamper)
 
     def _endpoint(self, target: BridgeTarget, files: AttemptPaths) -> HookEndpoint:
         """Both ways to the arm's policies: fire-exp's command on this machine, or the
@@ -265,17 +297,11 @@ class CodingCliAgent:
     def _passed(self) -> dict[str, str]:
         return {k: os.environ[k] for k in self.env_passthrough if k in os.environ}
 
-    def _fetch_output(self, env: Environment, out_dir: str) -> None:
-        """Bring the CLI's output home, redacted, and remove it from the box."""
+    def _fetch_output(self, env: Environment, run: CapturedExec) -> None:
+        """Bring the CLI's recorded output home, redacted."""
         files = env.files
-        for name, dest in (("cli-stdout.jsonl", files.cli_stdout),
-                           ("cli-stderr.txt", files.cli_stderr)):
-            try:
-                text = env.read_file(f"{out_dir}/{name}").decode("utf-8", "replace")
-            except EnvironmentFailure:
-                text = ""
-            dest.write_text(env.redactor.text(text))
-        env.remove(out_dir)
+        for data, dest in ((run.stdout, files.cli_stdout), (run.stderr, files.cli_stderr)):
+            dest.write_text(env.redactor.text(data.decode("utf-8", "replace")))
 
     # reading the run back --------------------------------------------------------------
 
