@@ -166,6 +166,7 @@ class AttemptRecord(_Model):
     started_at: str = ""
     finished_at: str = ""
     log_dir: str = ""  # relative to the run folder
+    node: str | None = None  # the Ray node that ran it (executor=ray on a cluster), by name
 
     @property
     def fair(self) -> bool:

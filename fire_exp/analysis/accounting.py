@@ -16,10 +16,10 @@ from typing import Any
 import pandas as pd
 
 from fire_exp.analysis.frame import LoadedAttempts
-from fire_exp.records import ReadResult
+from fire_exp.records import AttemptRecord, ReadResult
 
-__all__ = ["RunStatus", "accounting_frame", "invalid_reasons", "prereg_frame", "run_status",
-           "tier_label"]
+__all__ = ["RunStatus", "accounting_frame", "invalid_reasons", "node_losses", "prereg_frame",
+           "run_status", "tier_label"]
 
 
 @dataclass(frozen=True)
@@ -111,3 +111,23 @@ def prereg_frame(prereg: Mapping[str, Any] | None) -> pd.DataFrame:
         return pd.DataFrame(columns=["item", "path", "sha256"])
     return pd.DataFrame([{"item": k, "path": v.get("path", ""), "sha256": v.get("sha256", "")}
                          for k, v in sorted(prereg["hashes"].items())])
+
+
+def node_losses(records: list[AttemptRecord]) -> list[str]:
+    """One line per Ray node on which attempts failed for infrastructure reasons (a lost
+    worker or node, a stopped engine): how many, by cause, and what the frozen replacement
+    rule made of them. Records of a one-machine run name no node: no lines."""
+    lost: dict[str, list[AttemptRecord]] = {}
+    for record in records:
+        if record.node is not None and record.infrastructure_failure:
+            lost.setdefault(record.node, []).append(record)
+    lines = []
+    for node, failed in sorted(lost.items()):
+        causes = Counter(str(r.cause) for r in failed)
+        replaced = sum(r.lineage.replaced_by is not None for r in failed)
+        lines.append(
+            f"lost on node {node}: {len(failed)} attempt{'s' if len(failed) != 1 else ''} ("
+            + ", ".join(f"{c} {n}" for c, n in sorted(causes.items()))
+            + f"); {replaced} replaced under the frozen replacement rule, "
+            f"{len(failed) - replaced} stand as failures")
+    return lines

@@ -72,11 +72,14 @@ def resume_command(argv: list[str], run: str) -> str:
 
 
 def _summary(result: RunResult, analyze: bool) -> str:
+    from fire_exp.analysis.accounting import node_losses
+
     replaced = ", ".join(f"{arm} {n}" for arm, n in sorted(result.replacements.items()))
     lines = [f"ran {result.ran} attempts in {result.seconds:.1f}s ({result.skipped} of "
              f"{result.scheduled} scheduled attempts already finished); "
              f"attempts: {result.attempts_path}",
              f"replacements per arm: {replaced or 'none'}"]
+    lines += node_losses(read_records(result.attempts_path).finished)  # what lost nodes cost
     if result.reaped:
         lines.append(f"killed {result.reaped} leftover processes of the interrupted run")
     if result.stop is not None:

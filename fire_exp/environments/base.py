@@ -344,11 +344,13 @@ class Environment(ABC):
         report(f"environment {cls.name}: nothing to prepare for {len(tasks)} tasks")
 
     @classmethod
-    def reap_orphans(cls, run_dir: Path | None = None) -> int:
+    def reap_orphans(cls, run_dir: Path | None = None, *, scratch: Path | None = None) -> int:
         """Remove what attempts of runs that died (SIGKILL) left behind; returns how many.
 
-        Called when a run starts or resumes, holding ``run_dir``'s lock. Only what runs
-        provably dead on this host left may go (never another host's or a live run's).
+        Called when a run starts or resumes, holding ``run_dir``'s lock, and on a Ray node
+        with its ``scratch`` root (attempts whose scratch folder is gone have ended). Only
+        what runs provably dead on this host left may go (never another host's or a live
+        run's).
         Processes are reaped by the runner through their marker; a backend with resources
         of its own (containers) overrides this.
         """

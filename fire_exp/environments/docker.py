@@ -544,11 +544,15 @@ class DockerEnvironment(Environment):
             client.close()
 
     @classmethod
-    def reap_orphans(cls, run_dir: Path | None = None) -> int:
+    def reap_orphans(cls, run_dir: Path | None = None, *, scratch: Path | None = None) -> int:
         """Remove the containers of runs provably dead on this host (see docker_cleanup)."""
         from fire_exp.environments.docker_cleanup import cleanup
 
-        return len(cleanup(docker_client(), own_run=run_dir).containers)
+        client = docker_client()
+        try:
+            return len(cleanup(client, own_run=run_dir, scratch=scratch).containers)
+        finally:
+            client.close()
 
     def stop(self) -> None:
         try:

@@ -9,6 +9,11 @@ else is kept: another host's containers (its pids mean nothing here), a live run
 ``keep_container`` ones, which only ``fire-exp cleanup --run RUN`` or ``--all`` removes.
 Engines shared by several panels are therefore safe: a run start removes only the dead.
 
+On a Ray node the owner is the node's Ray worker, which outlives its attempts, so a dead
+owner is not the only proof: an attempt there makes its scratch folder before its container
+and removes it once the attempt has ended (``runner/ray_executor.py``), so a container whose
+scratch folder is gone is an ended attempt's, whatever its owner (``scratch=``).
+
 Networks (the shared ``fire-exp-egress``) belong to no run: a live run may be between two
 attempts, with no container on the network yet about to start one. Only ``--all`` removes
 them, and only those with fire-exp's label and no container attached (inspected one by one:
@@ -66,17 +71,23 @@ def lock_free(run_dir: Path) -> bool:
         os.close(fd)
 
 
-def why_kept(labels: dict[str, str], *, own_run: Path | None = None) -> str | None:
+def why_kept(labels: dict[str, str], *, own_run: Path | None = None,
+             scratch: Path | None = None) -> str | None:
     """Why a container is not provably dead (None: it is, and may go).
 
     Args:
         labels: the container's labels.
         own_run: the run folder the caller holds the lock of; containers of that run made
             by another (dead) process are a dead driver's, as in ``runner.cleanup.reap``.
+        scratch: a Ray node's scratch root; a container whose run folder lay in a scratch
+            folder under it that is gone belongs to an attempt that has ended.
     """
     host = labels.get(f"{LABEL}.owner-host")
     if host != socket.gethostname():
         return f"made on host {host or 'unknown'}, not this one"
+    if scratch is not None and labels.get(f"{LABEL}.keep") != "1" and \
+            _scratch_gone(labels.get(f"{LABEL}.run-dir"), scratch):
+        return None
     try:
         pid = int(labels.get(f"{LABEL}.owner-pid", ""))
     except ValueError:
@@ -93,12 +104,23 @@ def why_kept(labels: dict[str, str], *, own_run: Path | None = None) -> str | No
     return None
 
 
+def _scratch_gone(run_dir: str | None, scratch: Path) -> bool:
+    """Whether ``run_dir`` lay in an attempt's scratch folder under ``scratch`` that is gone."""
+    if not run_dir:
+        return False
+    try:
+        folder = Path(run_dir).relative_to(scratch.resolve()).parts[0]
+    except (ValueError, IndexError):
+        return False  # not a scratch folder of this node
+    return not (scratch / folder).exists()
+
+
 def _removable(container: Any, run: str | None, everything: bool,
-               own_run: Path | None) -> str | None:
+               own_run: Path | None, scratch: Path | None) -> str | None:
     labels = container.labels or {}
     if everything:
         return None
-    reason = why_kept(labels, own_run=own_run)
+    reason = why_kept(labels, own_run=own_run, scratch=scratch)
     named = run is not None and labels.get(f"{LABEL}.run") == run
     if named and reason == "kept for inspection (keep_container)":
         return None  # --run RUN asks for this run's kept containers too
@@ -107,7 +129,7 @@ def _removable(container: Any, run: str | None, everything: bool,
 
 def cleanup(client: Any, *, everything: bool = False, images: bool = False,
             base: bool = False, run: str | None = None,
-            own_run: Path | None = None) -> CleanupReport:
+            own_run: Path | None = None, scratch: Path | None = None) -> CleanupReport:
     """Remove fire-exp's provably dead containers (or all), then networks and images.
 
     Args:
@@ -116,6 +138,7 @@ def cleanup(client: Any, *, everything: bool = False, images: bool = False,
         images, base: also remove the task images / the base images.
         run: only containers of the run of this name (``fire-exp.run``).
         own_run: the caller's locked run folder (a run start).
+        scratch: a Ray node's scratch root (see :func:`why_kept`).
     """
     report = CleanupReport()
     filters = [f"{LABEL}=1"] + ([f"{LABEL}.run={run}"] if run is not None else [])
@@ -123,7 +146,7 @@ def cleanup(client: Any, *, everything: bool = False, images: bool = False,
     # inspection of each (two panels on one engine); that container is simply gone.
     for container in client.containers.list(all=True, filters={"label": filters},
                                             ignore_removed=True):
-        reason = _removable(container, run, everything, own_run)
+        reason = _removable(container, run, everything, own_run, scratch)
         if reason is not None:
             report.kept.append((container.name, reason))
             continue
@@ -132,7 +155,7 @@ def cleanup(client: Any, *, everything: bool = False, images: bool = False,
             report.containers.append(container.name)
         except Exception as exc:  # noqa: BLE001 - reported, the rest goes on
             report.errors.append(f"container {container.name}: {exc}")
-    if run is None and own_run is None:  # the user's cleanup, not a run start
+    if run is None and own_run is None and scratch is None:  # the user's, not a run's
         if everything:
             remove_idle_networks(client, report)
         else:

@@ -28,6 +28,9 @@ def accounting_table(result: AnalysisResult) -> ReportTable:
     if isinstance(reasons, dict) and reasons:
         notes.append("invalid records by reason: " + "; ".join(
             f"{reason} {count}" for reason, count in reasons.items()) + ".")
+    losses = result.metadata.get("node_losses")  # what losing Ray nodes cost, one per node
+    if isinstance(losses, list):
+        notes += [str(line) for line in losses]
     return ReportTable(
         "accounting", "Accounting: attempts scheduled, finished, replaced and invalid",
         ("arm", "scheduled", "finished records", "scored", "replaced", "invalid",

@@ -76,10 +76,13 @@ class EnvironmentFactory:
         if self.backend_class is not None:
             self.backend_class.prepare(tasks, report=report, **self.params)
 
-    def reap_orphans(self, run_dir: Path | None = None) -> int:
+    def reap_orphans(self, run_dir: Path | None = None, *, scratch: Path | None = None) -> int:
         """Remove what attempts of provably dead runs left behind (see
-        Environment.reap_orphans); ``run_dir`` is the run whose lock the caller holds."""
-        return self.backend_class.reap_orphans(run_dir) if self.backend_class is not None else 0
+        Environment.reap_orphans); ``run_dir`` is the run whose lock the caller holds,
+        ``scratch`` a Ray node's scratch root."""
+        if self.backend_class is None:
+            return 0
+        return self.backend_class.reap_orphans(run_dir, scratch=scratch)
 
 
 @dataclass(frozen=True)

@@ -28,6 +28,7 @@ import sys
 import tarfile
 import tempfile
 import time
+from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -49,17 +50,13 @@ from fire_exp.runner.ray_nodes import (
     check_fits,
     demand,
     prepare_node,
+    scratch_root,
 )
 from fire_exp.runner.store import sync_tree
 from fire_exp.runner.validity import LOAD_FAILED
 from fire_exp.runner.worker_panel import panel_digest, worker_panel
 
 CANCEL_WAIT_S = 60.0  # how long cancelled attempts may take to tear down their environment
-
-
-def scratch_root() -> Path:
-    """Where a worker runs its attempts (on the worker's machine)."""
-    return Path(tempfile.gettempdir()) / "fire-exp-ray"
 
 
 def _pack(folder: Path) -> bytes:
@@ -105,18 +102,22 @@ def ray_attempt(config: RunConfig, job: AttemptJob
         shutil.rmtree(scratch, ignore_errors=True)
 
 
-def sweep_node() -> int:
-    """Kill what attempts of dead workers left on this node, remove their scratch folders;
-    returns how many processes were killed."""
+def sweep_node(config: RunConfig, digest: str) -> int:
+    """Kill what attempts of dead workers left on this node, remove their scratch folders,
+    and remove the containers of ended attempts from this node's engine (its orphans: a
+    lost worker's, or an engine's that stopped mid-attempt and came back); returns how many
+    processes and containers went."""
     root = scratch_root()
-    if not root.is_dir():
-        return 0
-    killed = reap(root, orphans_only=True)
-    for folder in root.glob("attempt-*-*"):
+    killed = reap(root, orphans_only=True) if root.is_dir() else []
+    for folder in root.glob("attempt-*-*") if root.is_dir() else ():
         pid = folder.name.split("-")[1]
         if pid.isdigit() and not is_alive(int(pid)):
             shutil.rmtree(folder, ignore_errors=True)
-    return len(killed)
+    try:
+        containers = worker_panel(config, digest).environment.reap_orphans(scratch=root)
+    except Exception:  # noqa: BLE001 - an engine that is down has nothing to remove now
+        containers = 0
+    return len(killed) + containers
 
 
 class RayExecutor:
@@ -183,16 +184,18 @@ class RayExecutor:
         self._connect(ray)
         remote = ray.remote(ray_attempt)
         running: dict[Any, AttemptJob] = {}
+        config = ray.put(panel.config)  # once; every task reads it from the object store
+        sweep = _sweeper(ray, config, panel_digest(panel))
         try:
-            config = ray.put(panel.config)  # once; every task reads it from the object store
             if self.address is None:
                 self._run_local(ray, remote, config, panel, queue, running, on_start, on_done)
             else:
                 self._run_placed(ray, remote, config, panel, queue, running, on_start,
                                  on_done)
-            _sweep(ray)
+            sweep()
         except KeyboardInterrupt:
             _abandon(ray, running, panel, on_done)
+            sweep()
             raise
         finally:
             if self._owns_ray:
@@ -325,10 +328,20 @@ class NodePool:
             self.prepared[node.node_id] = node
 
     def ready(self, ray: Any, panel: Panel, report: Report) -> list[Node]:
-        """The live, prepared nodes; a node that joined starts its preparation now."""
+        """The live, prepared nodes; a node that joined starts its preparation now, a node
+        that died is dropped with its preparation."""
         if self.pending:
             self._settle(ray, report, refuse=False, timeout=0)
         alive = alive_nodes(ray)
+        ids = {n.node_id for n in alive}
+        for ref, node in list(self.pending.items()):
+            if node.node_id not in ids:  # a task pinned to a dead node may never end
+                del self.pending[ref]
+                try:
+                    ray.cancel(ref, force=True)
+                except Exception:  # noqa: BLE001, S110 - the node is gone; nothing to stop
+                    pass
+                report(f"node {node.name}: left out: the node died")
         self.prepare(ray, panel, [n for n in alive if n.node_id not in self.prepared],
                      report, wait=False)
         return [n for n in alive if n.node_id in self.prepared]
@@ -336,7 +349,8 @@ class NodePool:
 
 def _collect(ray: Any, ref: Any, job: AttemptJob, panel: Panel, node: str = ""
              ) -> AttemptRecord | None:
-    """The attempt's record, its logs unpacked into the run folder; None if cancelled."""
+    """The attempt's record, its logs unpacked into the run folder; None if cancelled. On a
+    cluster (``node``) the record names the node that ran it."""
     on = f" (node {node})" if node else ""
     try:
         result = ray.get(ref)
@@ -345,11 +359,13 @@ def _collect(ray: Any, ref: Any, job: AttemptJob, panel: Panel, node: str = ""
     except ray.exceptions.RayTaskError as exc:
         if isinstance(getattr(exc, "cause", None), ProtocolError):
             raise exc.cause from None  # the run stops (run_attempt)
-        return harness_failure(panel, job, f"the Ray task failed{on}: {exc}")
+        record = harness_failure(panel, job, f"the Ray task failed{on}: {exc}")
     except ray.exceptions.RayError as exc:  # worker or node died, object lost
-        return harness_failure(panel, job,
-                               f"the Ray worker was lost{on}: {type(exc).__name__}: {exc}")
-    return received(panel, job, *result)
+        record = harness_failure(
+            panel, job, f"the Ray worker was lost{on}: {type(exc).__name__}: {exc}")
+    else:
+        record = received(panel, job, *result)
+    return record.model_copy(update={"node": node}) if node else record
 
 
 def received(panel: Panel, job: AttemptJob, record_json: dict[str, Any] | None,
@@ -380,15 +396,17 @@ def _abandon(ray: Any, running: dict[Any, AttemptJob], panel: Panel, on_done: On
         record = _collect(ray, ref, job, panel)
         if record is not None and record.cause is not Cause.CANCELLED:
             on_done(job, record)  # it finished before it saw the interrupt
-    _sweep(ray)
 
 
-def _sweep(ray: Any) -> None:
-    """Run :func:`sweep_node` once on every live node of the cluster."""
+def _sweeper(ray: Any, config: Any, digest: str) -> Callable[[], None]:
+    """Runs :func:`sweep_node` once on every live node of the cluster."""
     from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
-    refs = [ray.remote(sweep_node).options(
-        num_cpus=0, max_retries=0,
-        scheduling_strategy=NodeAffinitySchedulingStrategy(node["NodeID"], soft=False)).remote()
-        for node in ray.nodes() if node.get("Alive")]
-    ray.wait(refs, num_returns=len(refs), timeout=30)
+    def sweep() -> None:
+        refs = [ray.remote(sweep_node).options(
+            num_cpus=0, max_retries=0,
+            scheduling_strategy=NodeAffinitySchedulingStrategy(node["NodeID"], soft=False),
+        ).remote(config, digest) for node in ray.nodes() if node.get("Alive")]
+        ray.wait(refs, num_returns=len(refs), timeout=60)
+
+    return sweep

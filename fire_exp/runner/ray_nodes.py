@@ -27,8 +27,10 @@ the panel starts (:func:`check_fits`).
 from __future__ import annotations
 
 import os
+import tempfile
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from fire_exp.config import RunConfig
@@ -36,10 +38,15 @@ from fire_exp.errors import PreflightError
 from fire_exp.tasks.model import Task
 
 __all__ = ["Node", "NodeReady", "Placement", "alive_nodes", "check_fits", "demand",
-           "node_name", "prepare_node"]
+           "node_name", "prepare_node", "scratch_root"]
 
 NAME_PREFIX = "fire-exp-node:"  # a custom resource naming a node: --resources '{"fire-exp-node:a": 1}'
 MIB = 1024**2
+
+
+def scratch_root() -> Path:
+    """Where a node runs its attempts (on the node's machine)."""
+    return Path(tempfile.gettempdir()) / "fire-exp-ray"
 
 
 @dataclass(frozen=True)
@@ -185,8 +192,12 @@ def prepare_node(config: RunConfig, digest: str, done: frozenset[str]) -> NodeRe
         panel = worker_panel(config, digest)
         panel.environment.preflight()
         engine = _engine_id(panel.environment.name, dict(panel.environment.params))
+        # An engine that comes back still holds the containers of the attempts it lost.
+        if reaped := panel.environment.reap_orphans(scratch=scratch_root()):
+            lines.append(f"removed {reaped} containers of ended attempts")
         if engine in done:
-            return NodeReady(engine=engine, lines=("images already prepared on this engine",))
+            return NodeReady(engine=engine,
+                             lines=(*lines, "images already prepared on this engine"))
         prepare_environments(panel, lines.append)
     except PreflightError as exc:
         return NodeReady(engine="", lines=tuple(lines), error=exc.what)

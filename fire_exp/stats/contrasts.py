@@ -24,7 +24,7 @@ from fire_exp.stats.resample import count_matrix_sums
 __all__ = ["ImprovementCounts", "InteractionResult", "improvement_counts", "interaction",
            "transition_counts", "transition_labels", "transition_table"]
 
-_REL_TOL = 1e-14
+_REL_TOL = 1e-14  # ties within rounding of the terms summed (as in permutation.py)
 _MAX_EXACT_WORK = 20_000_000  # cell updates the exact lattice count may spend
 _MAX_ENUMERATION = 200_000  # relabellings enumerated one by one off a lattice
 
@@ -144,14 +144,15 @@ def _at_least_as_extreme(sums: np.ndarray, values: np.ndarray, n_first: int) -> 
     """Whether each relabelling's first-cohort sum gives |Δ*| >= |Δ| (Δ of the data).
 
     n1·n2·Δ = s·N − T·n1 for a first-cohort sum s: in integers for lattice values, so ties
-    with the observed Δ are counted exactly.
+    with the observed Δ are counted exactly; in floats, within rounding of the terms (of
+    size Σ|v|·N), so a Δ that is 0 in exact arithmetic still ties its relabellings.
     """
     n_all, total = values.size, values.sum()
     obs = abs(values[:n_first].sum() * n_all - total * n_first)
     null = np.abs(sums * n_all - total * n_first)
     if values.dtype.kind == "i":
         return np.asarray(null >= obs)
-    return np.asarray(null >= obs - _REL_TOL * obs)
+    return np.asarray(null >= obs - _REL_TOL * float(np.abs(values).sum()) * n_all)
 
 
 def _exact_p(pooled: np.ndarray, n_first: int) -> tuple[float, str] | None:

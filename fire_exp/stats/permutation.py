@@ -34,7 +34,10 @@ from fire_exp.stats._binom import half_binom_pmf
 __all__ = ["EXACT_TASKS", "SignFlipResult", "lattice_null", "lattice_p_by_sum",
            "lattice_resolution", "min_attainable_p", "sign_flip_test"]
 
-_REL_TOL = 1e-14  # as scipy: null statistics within rounding of the observed one count
+# Null statistics within rounding of the observed one count as ties. Rounding is relative to
+# the terms summed (Σ|d|), not to |S| as in scipy: an S that is 0 in exact arithmetic is a
+# few ulps of Σ|d| in floats, and a tolerance of |S| would miss its ties (p < 1).
+_REL_TOL = 1e-14
 _MAX_LATTICE_WORK = 300_000_000  # multiply-adds the exact convolution may spend
 EXACT_TASKS = 62  # counts of sign vectors fit int64 up to 62 tasks
 
@@ -193,8 +196,9 @@ def _lattice_p(a: np.ndarray) -> float:
 
 
 def _convolve(x: np.ndarray, y: np.ndarray) -> np.ndarray:
-    """np.convolve, by FFT for long float inputs (error ~1e-16 of the total mass)."""
-    if x.dtype.kind == "i" or x.size * y.size < 4_000_000:
+    """np.convolve, by FFT for long inputs (error ~1e-16 of the total mass). Floats only:
+    exact integer nulls are convolved by np.convolve in :func:`lattice_null`."""
+    if x.size * y.size < 4_000_000:
         return np.convolve(x, y)
     n = x.size + y.size - 1
     size = 1 << (n - 1).bit_length()
@@ -224,7 +228,7 @@ def _enumeration_p(d: np.ndarray) -> float:
     s_obs = abs(d.sum())
     h = d.size // 2
     left, right = _half_sums(d[:h]), _half_sums(d[h:])
-    thr = s_obs - _REL_TOL * s_obs
+    thr = s_obs - _REL_TOL * float(np.abs(d).sum())
     count = 0
     for row in np.array_split(left, max(1, left.size // 256)):
         count += int(np.count_nonzero(np.abs(row[:, None] + right[None, :]) >= thr))
@@ -251,7 +255,7 @@ def _monte_carlo_p(d: np.ndarray, n_resamples: int, rng: np.random.Generator,
     tables = (bits @ padded.reshape(n_bytes, 8).T).T.ravel()
     offsets = (np.arange(n_bytes) * 256).astype(np.intp)
     total, s_obs = mags.sum(), abs(d.sum())
-    thr = s_obs if integer else s_obs - _REL_TOL * s_obs
+    thr = s_obs if integer else s_obs - _REL_TOL * total
     hits = 0
     chunk = max(1, 262_144 // n_bytes)
     for start in range(0, n_resamples, chunk):

@@ -31,7 +31,7 @@ from fire_exp.agents.coding_agents import ClaudeCodeAgent, CodexAgent
 from fire_exp.agents.openai import OpenAIAgent
 from fire_exp.environments.docker import DockerEnvironment
 from fire_exp.environments.docker_install import prepare_cli_image
-from fire_exp.environments.egress import ensure_egress_network, gateway_of
+from fire_exp.environments.egress import MAX_CONNECTIONS, ensure_egress_network, gateway_of
 from fire_exp.environments.images import BASE_IMAGE, LABEL
 from fire_exp.paths import SUITES_DIR
 from fire_exp.policies import build_arm, load_portfolio
@@ -308,6 +308,38 @@ def test_a_no_network_task_reaches_only_the_listed_endpoint(engine: Any, script:
     egress = [json.loads(x) for x in (logs / "egress.jsonl").read_text().splitlines()]
     assert [(e["target"], e["allowed"]) for e in egress] == \
         [(f"{gateway}:{port}", True), ("example.org:443", False)]
+
+
+def test_an_agent_that_floods_its_proxy_is_refused_past_the_cap_and_served_after(
+        engine: Any, script: Any, tmp_path: Path) -> None:
+    """The agent holds more proxy connections than the cap, then lets go: the connections
+    past the cap are refused and logged, and the proxy serves the next request."""
+    gateway = gateway_of(engine, ensure_egress_network(engine))
+    upstream = _listener(gateway, b"model endpoint\n")
+    port = upstream.getsockname()[1]
+    held = MAX_CONNECTIONS + 20
+    # One shell holds `held` idle connections to the proxy for two seconds, then exits.
+    flood = (f"p=${{HTTPS_PROXY#http://}}; for i in $(seq {held}); do "
+             "exec {fd}<>/dev/tcp/${p%:*}/${p#*:} || echo failed; done "
+             "> /logs/agent/flood.txt 2>&1; sleep 2; true")
+    connect = (f"p=${{HTTPS_PROXY#http://}}; exec 3<>/dev/tcp/${{p%:*}}/${{p#*:}}; "
+               f"printf 'CONNECT {gateway}:{port} HTTP/1.1\\r\\n\\r\\n' >&3; "
+               "timeout 5 cat <&3 > /logs/agent/allowed.txt; true")
+    script([flood, "sleep 1", connect])
+    agent = mounted(ClaudeCodeAgent, egress=[f"{gateway}:{port}"])
+    try:
+        record = attempt(tmp_path, "csv-column-stats", "baseline", agent)
+    finally:
+        upstream.close()
+    assert record.cause is None, record.error
+    logs = agent_logs(tmp_path)
+    allowed = (logs / "allowed.txt").read_text()
+    assert allowed.startswith("HTTP/1.1 200") and allowed.endswith("model endpoint\n")
+    egress = [json.loads(x) for x in (logs / "egress.jsonl").read_text().splitlines()]
+    refused = [e for e in egress if not e["allowed"] and "refused" in e["note"]]
+    # Every connection the proxy took past its cap was refused and logged, none silently.
+    assert len(refused) >= held - MAX_CONNECTIONS, egress[-3:]
+    assert egress[-1]["target"] == f"{gateway}:{port}" and egress[-1]["allowed"]
 
 
 def _listener(address: str, greeting: bytes) -> socket.socket:

@@ -9,8 +9,10 @@ is its own, carrying only the storage driver of the machine's engine, so the mac
 ``/etc/docker/daemon.json`` (which names the machine's data root) does not apply. The base
 image comes from the machine's engine by ``docker save | docker load``.
 
-:meth:`SecondEngine.stop` stops the daemon, removes the bridge and the folder, and
-:func:`machine_state` lets the test assert that the machine's engine is as it was.
+:meth:`SecondEngine.stop` stops the daemon, removes the bridge and the folder;
+:meth:`SecondEngine.restart` brings a stopped daemon back on the same data (an engine that
+comes back, with what it held). :func:`machine_state` lets the test assert that the
+machine's engine is as it was.
 """
 
 from __future__ import annotations
@@ -28,18 +30,23 @@ from pathlib import Path
 BRIDGE, BRIDGE_ADDRESS = "fxbr0", "10.213.0.1/24"
 
 
-def machine_state() -> dict[str, list[str]]:
-    """The machine engine's networks, containers and images, and the host's links."""
-    def lines(*cmd: str) -> list[str]:
+def machine_state() -> dict[str, set[str]]:
+    """The machine engine's networks, containers and images (each tag with its id), and
+    the host's bridges."""
+    def lines(*cmd: str) -> set[str]:
         out = subprocess.run(cmd, capture_output=True, text=True, timeout=60, check=True)
-        return sorted(out.stdout.split())
+        return set(out.stdout.split())
 
-    return {"networks": lines("docker", "network", "ls", "-q", "--no-trunc"),
+    bridges = subprocess.run(["ip", "-o", "link", "show", "type", "bridge"],
+                             capture_output=True, text=True, check=True).stdout
+    return {"networks": set(subprocess.run(
+                ["docker", "network", "ls", "--no-trunc", "--format", "{{.ID}} {{.Name}}"],
+                capture_output=True, text=True, timeout=60, check=True).stdout.splitlines()),
             "containers": lines("docker", "ps", "-aq", "--no-trunc"),
-            "images": lines("docker", "images", "-aq", "--no-trunc"),
-            "links": sorted(line.split(":")[1].strip().split("@")[0] for line in
-                            subprocess.run(["ip", "-o", "link"], capture_output=True,
-                                           text=True, check=True).stdout.splitlines())}
+            "images": lines("docker", "images", "-a", "--no-trunc", "--format",
+                            "{{.Repository}}:{{.Tag}}@{{.ID}}"),
+            "bridges": {line.split(":")[1].strip().split("@")[0]
+                        for line in bridges.splitlines()}}
 
 
 def _storage_driver() -> str:
@@ -58,6 +65,26 @@ class SecondEngine:
     @property
     def host(self) -> str:
         return f"unix://{self.folder}/docker.sock"
+
+    def restart(self) -> None:
+        """Start the stopped daemon again on the same data root (its containers, images and
+        engine id as it left them)."""
+        assert self.proc.poll() is not None, "the engine is still running"
+        self.proc = _launch(self.folder)
+        _wait_up(self)
+
+    def processes(self) -> list[int]:
+        """Processes whose command line names this engine's folder (the daemon, its
+        containerd and shims)."""
+        found = []
+        for name in filter(str.isdigit, os.listdir("/proc")):
+            try:
+                with open(f"/proc/{name}/cmdline", "rb") as fh:
+                    if str(self.folder).encode() in fh.read():
+                        found.append(int(name))
+            except OSError:
+                continue
+        return found
 
     def docker(self, *args: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
         """``docker ARGS`` against this engine."""
@@ -106,14 +133,7 @@ def start_engine(images: tuple[str, ...]) -> SecondEngine:
                 ["ip", "addr", "add", BRIDGE_ADDRESS, "dev", BRIDGE],
                 ["ip", "link", "set", BRIDGE, "up"]):
         subprocess.run(cmd, check=True, capture_output=True)
-    log = open(folder / "dockerd.log", "ab")  # noqa: SIM115 - the daemon writes it
-    proc = subprocess.Popen(
-        ["dockerd", "--config-file", str(folder / "daemon.json"),
-         "--data-root", str(folder / "data"), "--exec-root", str(folder / "exec"),
-         "--pidfile", str(folder / "docker.pid"), "--host", f"unix://{folder}/docker.sock",
-         "--bridge", BRIDGE, "--iptables=false", "--ip6tables=false"],
-        stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
-    engine = SecondEngine(folder=folder, proc=proc)
+    engine = SecondEngine(folder=folder, proc=_launch(folder))
     try:
         _wait_up(engine)
         for image in images:
@@ -127,6 +147,17 @@ def start_engine(images: tuple[str, ...]) -> SecondEngine:
         engine.stop()
         raise
     return engine
+
+
+def _launch(folder: Path) -> subprocess.Popen[bytes]:
+    with open(folder / "dockerd.log", "ab") as log:
+        return subprocess.Popen(
+            ["dockerd", "--config-file", str(folder / "daemon.json"),
+             "--data-root", str(folder / "data"), "--exec-root", str(folder / "exec"),
+             "--pidfile", str(folder / "docker.pid"), "--host",
+             f"unix://{folder}/docker.sock", "--bridge", BRIDGE, "--iptables=false",
+             "--ip6tables=false"],
+            stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
 
 
 def _wait_up(engine: SecondEngine, timeout: float = 60) -> None:

@@ -1,8 +1,9 @@
 """A real Ray cluster on loopback for tests: a head and worker nodes (one by default).
 
-Both are ``ray start ... --block`` subprocesses in their own process groups, so teardown
-stops exactly the processes this test started (by process group id), not every Ray on
-the machine as ``ray stop`` would.
+Each is a ``ray start ... --block`` subprocess in its own process group, so teardown stops
+exactly the processes this test started (by process group id), not every Ray on the
+machine as ``ray stop`` would; a test loses a node by killing its group
+(:meth:`Cluster.kill_node`) and joins a fresh one (:meth:`Cluster.add_node`).
 """
 
 from __future__ import annotations
@@ -25,8 +26,8 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
-def _node_ports() -> list[str]:
-    return ["--node-manager-port", str(free_port()), "--object-manager-port",
+def _node_ports(manager: int | None = None) -> list[str]:
+    return ["--node-manager-port", str(manager or free_port()), "--object-manager-port",
             str(free_port()), "--dashboard-agent-listen-port", str(free_port()),
             "--dashboard-agent-grpc-port", str(free_port()), "--runtime-env-agent-port",
             str(free_port()), "--metrics-export-port", str(free_port())]
@@ -34,11 +35,25 @@ def _node_ports() -> list[str]:
 
 @dataclass
 class Cluster:
-    """Two ``ray start --block`` process groups; ``address`` for ``ray.init``."""
+    """``ray start --block`` process groups (the head first); ``address`` for ``ray.init``."""
 
     address: str
     temp_dir: Path
+    env: dict[str, str] = field(default_factory=dict)
     procs: list[subprocess.Popen[bytes]] = field(default_factory=list)
+
+    def kill_node(self, proc: subprocess.Popen[bytes]) -> None:
+        """Lose a node at once: SIGKILL its process group (its raylet and Ray workers)."""
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait(timeout=30)
+
+    def add_node(self, spec: NodeSpec) -> subprocess.Popen[bytes]:
+        """Join a fresh worker node; returns once the cluster counts it alive."""
+        port = free_port()  # the node's manager port tells it from a lost node of its name
+        proc = _launch(self, ["ray", "start", "--address", self.address, *_node_ports(port),
+                              *_spec_args(spec), *COMMON], spec)
+        _wait_node(self, port)
+        return proc
 
     def stop(self) -> None:
         _stop_groups(self.procs)
@@ -122,30 +137,33 @@ def _spec_args(spec: NodeSpec) -> list[str]:
     return args
 
 
+COMMON = ["--object-store-memory", str(100 * 1024**2), "--disable-usage-stats",
+          "--node-ip-address", "127.0.0.1", "--block"]
+
+
+def _launch(cluster: Cluster, command: list[str], spec: NodeSpec) -> subprocess.Popen[bytes]:
+    with open(cluster.temp_dir / "cluster.log", "ab") as log:
+        proc = subprocess.Popen(command, env=cluster.env | spec.env, stdout=log,
+                                stderr=subprocess.STDOUT, start_new_session=True)
+    cluster.procs.append(proc)
+    return proc
+
+
 def start_cluster(env: dict[str, str], head: NodeSpec | None = None,
                   workers: tuple[NodeSpec, ...] = (NodeSpec(),)) -> Cluster:
     """Start a head (1 CPU unless ``head`` says otherwise) and worker nodes on 127.0.0.1."""
     temp = Path(tempfile.mkdtemp(prefix="rt", dir="/tmp"))  # short: socket paths
     port = free_port()
-    cluster = Cluster(address=f"127.0.0.1:{port}", temp_dir=temp)
-    common = ["--object-store-memory", str(100 * 1024**2),
-              "--disable-usage-stats", "--node-ip-address", "127.0.0.1", "--block"]
+    cluster = Cluster(address=f"127.0.0.1:{port}", temp_dir=temp, env=env)
     head = head or NodeSpec()
-    commands = [(["ray", "start", "--head", "--port", str(port), "--temp-dir", str(temp),
-                  "--include-dashboard", "false", "--ray-client-server-port",
-                  str(free_port()), *_node_ports(), *_spec_args(head), *common], head)]
-    commands += [(["ray", "start", "--address", cluster.address, *_node_ports(),
-                   *_spec_args(spec), *common], spec) for spec in workers]
-    log = open(temp / "cluster.log", "ab")
     try:
-        for i, (command, spec) in enumerate(commands):
-            cluster.procs.append(subprocess.Popen(command, env=env | spec.env, stdout=log,
-                                                  stderr=subprocess.STDOUT,
-                                                  start_new_session=True))
-            if i == 0:
-                _wait_port(port, cluster)
-            else:  # one node at a time: on a loaded machine two at once time out
-                _wait_nodes(cluster, env, i + 1)
+        _launch(cluster, ["ray", "start", "--head", "--port", str(port), "--temp-dir",
+                          str(temp), "--include-dashboard", "false",
+                          "--ray-client-server-port", str(free_port()), *_node_ports(),
+                          *_spec_args(head), *COMMON], head)
+        _wait_port(port, cluster)
+        for spec in workers:  # one node at a time: on a loaded machine two at once time out
+            cluster.add_node(spec)
     except BaseException:
         cluster.stop()
         raise
@@ -164,14 +182,23 @@ def _wait_port(port: int, cluster: Cluster, timeout: float = 60) -> None:
     raise RuntimeError("the Ray head did not come up")
 
 
-def _wait_nodes(cluster: Cluster, env: dict[str, str], n: int, timeout: float = 90) -> None:
-    probe = ("import ray,sys; ray.init(address=sys.argv[1], logging_level='ERROR'); "
-             "print(sum(1 for x in ray.nodes() if x['Alive']))")
+PROBE = ("import ray,sys; ray.init(address=sys.argv[1], logging_level='ERROR'); "
+         "print(*(x['NodeManagerPort'] for x in ray.nodes() if x['Alive']))")
+
+
+def _alive_ports(cluster: Cluster) -> set[int]:
+    """The node manager ports of the nodes the cluster counts alive."""
+    out = subprocess.run(["python", "-c", PROBE, cluster.address], env=cluster.env,
+                         capture_output=True, text=True, timeout=60)
+    return {int(p) for p in out.stdout.split() if p.isdigit()}
+
+
+def _wait_node(cluster: Cluster, port: int, timeout: float = 90) -> None:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
-        out = subprocess.run(["python", "-c", probe, cluster.address], env=env,
-                             capture_output=True, text=True, timeout=60)
-        if out.stdout.strip().isdigit() and int(out.stdout.strip()) >= n:
+        if port in _alive_ports(cluster):
             return
+        if cluster.procs[-1].poll() is not None:
+            raise RuntimeError(f"ray start exited; see {cluster.temp_dir}/cluster.log")
         time.sleep(1)
     raise RuntimeError("the Ray worker node did not join")
