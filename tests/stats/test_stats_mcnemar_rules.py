@@ -80,3 +80,32 @@ def test_bad_weights_are_refused(weights: list[float]) -> None:
     with pytest.raises(ValueError, match="^weights must be finite, non-negative, one per "
                                          "stratum$"):
         mcnemar_stratified([1, 2], [0, 1], weights)
+
+
+@pytest.mark.parametrize("weights", [[1.0, 2.0, 1.0], [1 / 3, 0.5, 1.0],
+                                     [np.pi, np.e, np.sqrt(2)]])
+@pytest.mark.parametrize(("b", "c"), [([1, 3, 0], [0, 0, 1]), ([1, 1, 2], [0, 0, 0]),
+                                      ([0, 4, 1], [1, 0, 0])])
+def test_strata_of_one_discordant_pair_count_in_the_null(weights: list[float], b: list[int],
+                                                         c: list[int]) -> None:
+    """A stratum with one discordant pair adds +-w with probability 1/2 each (on the integer
+    lattice and off it): leaving it out of the null changes p."""
+    assert mcnemar_stratified(b, c, weights).p_value == pytest.approx(brute(b, c, weights),
+                                                                      abs=1e-12)
+
+
+def test_one_discordant_pair_is_a_test_not_a_degenerate_case() -> None:
+    res = mcnemar_stratified([1], [0], [1.0])
+    assert (res.p_value, res.method) == (1.0, "exact-stratified")
+    res = mcnemar_stratified([1, 0], [0, 0], [np.pi, 1.0])
+    assert (res.p_value, res.method) == (1.0, "exact-stratified")
+
+
+def test_a_null_with_too_many_distinct_values_is_refused_saying_what_to_do() -> None:
+    """Weights off any lattice (square roots of primes) make every sum distinct: 21 strata
+    of one pair each give 2^21 > 2,000,000 values."""
+    primes = [2, 3, 5, 7, 11, 13, 17, 19, 23, 29, 31, 37, 41, 43, 47, 53, 59, 61, 67, 71, 73]
+    with pytest.raises(ValueError, match=r"^the stratified null has too many distinct values; "
+                                         r"use rational weights \(multiples of 1/L, "
+                                         r"L <= 10,000\)$"):
+        mcnemar_stratified([1] * 21, [0] * 21, np.sqrt(primes))

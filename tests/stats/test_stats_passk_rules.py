@@ -63,3 +63,21 @@ def test_bad_inputs_are_refused(n: list, c: list, k: int, message: str) -> None:
 def test_a_curve_of_no_task_is_refused() -> None:
     with pytest.raises(ValueError, match="^pass_curve needs at least one task$"):
         pass_curve([], [])
+
+
+def test_the_refusal_names_a_task_with_too_few_attempts_not_one_with_exactly_k() -> None:
+    with pytest.raises(ValueError, match="^a task has n=1 attempts, fewer than k=2"):
+        pass_at_k([2, 3, 1], [0, 0, 0], 2)
+
+
+def test_no_task_gives_no_values() -> None:
+    for metric in (pass_at_k, pass_hat_k):
+        assert metric([], [], 2).tolist() == []
+
+
+def test_consistency_of_a_one_attempt_curve_and_of_a_vanishing_pass_hat_k() -> None:
+    one = pass_curve([1, 1], [1, 0])
+    assert (one.k, one.pass_hat_k, one.consistency) == ((1,), (0.5,), 1.0)
+    # pass^1 = 1/4 but pass^2 = 0: nothing survives k attempts, consistency 0 (not 1)
+    lost = pass_curve([2, 2], [1, 0])
+    assert lost.pass_hat_k == (0.25, 0.0) and lost.consistency == 0.0
