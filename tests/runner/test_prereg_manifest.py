@@ -380,3 +380,29 @@ def test_an_arm_with_its_own_folders_freezes_their_sources_and_notes(inputs: Inp
         f"{target}: {source} changed since freezing (arm_policy:own:own-controls/"
         f"reconsider.py): frozen sha256 {old[:16]}…, now {sha(source.read_bytes())[:16]}…. "
         "Restore it, or re-freeze the panel (a new preregistration) before running")
+
+
+def test_a_sequential_plan_on_an_arm_the_panel_lacks_is_never_frozen(inputs: Inputs) -> None:
+    """The sequential test of ``real - sham`` on a panel without ``sham`` could never stop:
+    refused at freezing and at the run, naming the plan and its primary contrast."""
+    plan = ("name: freezing\nseed: 1\nprimary: {contrast: real - sham, cohort: eligible}\n"
+            "secondary: [real - baseline]\n"
+            "bootstrap: {n_resamples: 200}\npermutation: {n_resamples: 200}\n")
+    inputs.plan.write_text(plan)
+    write_manifest(inputs.panel(), inputs.root / "plain.json")  # without sequential: fine
+    inputs.plan.write_text(plan + "sequential: {method: agrapa, alpha: 0.05}\n")
+    expected = (f"{inputs.plan}: primary.contrast: the sequential test needs arm(s) ['sham'], "
+                "which the panel does not run (add them to the panel's arms or drop the "
+                "plan's sequential: section)")
+    target = inputs.root / "sequential.json"
+    with pytest.raises(InputError) as err:
+        write_manifest(inputs.panel(), target)
+    assert str(err.value) == expected
+    assert not target.exists()
+    with pytest.raises(InputError) as err:
+        verify_manifest(inputs.panel(), inputs.manifest)
+    assert str(err.value) == expected
+    inputs.plan.write_text(plan.replace("real - sham", "real - baseline").replace(
+        "[real - baseline]", "[]") + "sequential: {method: agrapa, alpha: 0.05}\n")
+    write_manifest(inputs.panel(), target)  # the panel runs both arms: frozen
+    assert target.exists()
