@@ -406,3 +406,25 @@ def test_a_sequential_plan_on_an_arm_the_panel_lacks_is_never_frozen(inputs: Inp
         "[real - baseline]", "[]") + "sequential: {method: agrapa, alpha: 0.05}\n")
     write_manifest(inputs.panel(), target)  # the panel runs both arms: frozen
     assert target.exists()
+
+
+def test_the_manifest_records_when_it_was_frozen_into_any_new_folder(inputs: Inputs) -> None:
+    """``frozen_at`` (what the report and the archive name show) is the freezing time in
+    UTC; a manifest path under folders that do not exist yet creates them."""
+    from datetime import UTC, datetime
+
+    target = inputs.root / "new" / "deeper" / "prereg.json"
+    before = datetime.now(UTC)
+    manifest = write_manifest(inputs.panel(), target)
+    frozen = datetime.fromisoformat(manifest["frozen_at"])
+    assert before <= frozen <= datetime.now(UTC) and frozen.utcoffset() is not None
+    assert json.loads(target.read_text())["frozen_at"] == manifest["frozen_at"]
+    assert [p.name for p in target.parent.iterdir()] == ["prereg.json"]
+
+
+def test_a_declared_arm_without_a_description_is_described_by_nothing(inputs: Inputs) -> None:
+    inputs.plan.write_text(PLAN.replace("real - baseline", "brief - baseline"))
+    panel = inputs.panel("panel.arms=[brief,baseline]",
+                         "+panel.declare={brief: {instruction: Be brief.}}")
+    arms = declared_arms(panel)["arms"]
+    assert (arms["brief"]["description"], arms["baseline"]["description"]) == ("", "no policy")
