@@ -148,6 +148,10 @@ def test_the_manifest_hashes_every_change_and_names_what_changed(tmp_path: Path)
     assert hashes["arm_file:file:AGENTS.md"]["sha256"] == hashlib.sha256(
         b"Skip the header row.\n").hexdigest()
     assert {"arm:file", "arm:none"} <= set(hashes)
+    # a panel composed in code has no configs/panel/arms.yaml: frozen as missing, so one
+    # written later refuses the run
+    assert hashes["config_file:panel"] == {"path": str(CONFIG_DIR / "panel" / "arms.yaml"),
+                                           "sha256": "missing"}
     assert manifest["arms"]["file"]["changes"][-1].startswith("file AGENTS.md")
     plan = _plan(tmp_path)
     verify_manifest(build_panel(_config(tmp_path, declare, plan=plan)), path)  # unchanged

@@ -428,3 +428,19 @@ def test_a_declared_arm_without_a_description_is_described_by_nothing(inputs: In
                          "+panel.declare={brief: {instruction: Be brief.}}")
     arms = declared_arms(panel)["arms"]
     assert (arms["brief"]["description"], arms["baseline"]["description"]) == ("", "no policy")
+
+
+def test_the_harness_leaves_out_task_suites_installed_data_and_caches(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """On a package tree of every kind of file (``_data`` is where a wheel installs the
+    portfolios, hashed as policies instead): only its own ``.py`` and ``.sh`` files."""
+    import fire_exp.runner.prereg as prereg
+
+    package = tmp_path / "fire_exp"
+    files = {"a.py": b"a", "run/b.sh": b"b", "notes.txt": b"c", "suites/t/x.py": b"d",
+             "_data/portfolios/y.py": b"e", "__pycache__/z.py": b"f", "run/__pycache__/w.py": b"g"}
+    for name, data in files.items():
+        (package / name).parent.mkdir(parents=True, exist_ok=True)
+        (package / name).write_bytes(data)
+    monkeypatch.setattr(prereg, "PACKAGE_DIR", package)
+    assert harness_file_hashes() == {"fire_exp/a.py": sha(b"a"), "fire_exp/run/b.sh": sha(b"b")}
