@@ -351,34 +351,39 @@ def test_an_arm_with_its_own_agent_freezes_that_agent_as_composed(inputs: Inputs
 def test_an_arm_with_its_own_folders_freezes_their_sources_and_notes(inputs: Inputs) -> None:
     """Each ``.py`` and ``.md`` file of an arm's own portfolio and controls is frozen under
     ``arm_policy:ARM:FOLDER/FILE``; other files are not; the panel's own folders add
-    nothing; editing one refuses the run naming it."""
+    nothing (an arm of the panel's portfolio and its own controls: the controls only);
+    editing one refuses the run naming it."""
     own_core, own_controls = inputs.root / "own-core", inputs.root / "own-controls"
     shutil.copytree(inputs.portfolio, own_core)
     shutil.copytree(inputs.controls, own_controls)
     (own_core / "notes.txt").write_text("not a source\n")
     inputs.plan.write_text(PLAN.replace("real - baseline", "own - baseline").replace(
-        "primary:", "secondary: [panel - baseline]\nprimary:"))
+        "primary:", "secondary: [panel - baseline, mixed - baseline]\nprimary:"))
     declare = (f"+panel.declare={{own: {{policies: real, portfolio: {own_core}, "
                f"controls: {own_controls}}}, panel: {{policies: real, "
-               f"portfolio: {inputs.portfolio}, controls: {inputs.controls}}}}}")
-    panel = inputs.panel("panel.arms=[own,panel,baseline]", declare)
+               f"portfolio: {inputs.portfolio}, controls: {inputs.controls}}}, "
+               f"mixed: {{policies: real, portfolio: {inputs.portfolio}, "
+               f"controls: {own_controls}}}}}")
+    panel = inputs.panel("panel.arms=[own,panel,mixed,baseline]", declare)
     hashes = build_manifest(panel)["hashes"]
     expected = {f"arm_policy:own:{folder.name}/{f.name}": {"path": str(f),
                                                            "sha256": sha(f.read_bytes())}
                 for folder in (own_core, own_controls) for f in folder.iterdir()
-                if f.suffix in (".py", ".md")}
+                if f.suffix in (".py", ".md")} | {
+        f"arm_policy:mixed:own-controls/{f.name}": {"path": str(f), "sha256": sha(f.read_bytes())}
+        for f in own_controls.iterdir()}
     assert "arm_policy:own:own-controls/sham_text.md" in expected
     assert {k: v for k, v in hashes.items() if k.startswith("arm_policy:")} == expected
     target = inputs.root / "arms.json"
     write_manifest(panel, target)
-    source = own_controls / "reconsider.py"
+    source = own_core / "enumeration.py"
     old = sha(source.read_bytes())
     source.write_text(source.read_text() + "\n# edited\n")
     with pytest.raises(PreregistrationError) as err:
-        verify_manifest(inputs.panel("panel.arms=[own,panel,baseline]", declare), target)
+        verify_manifest(inputs.panel("panel.arms=[own,panel,mixed,baseline]", declare), target)
     assert str(err.value) == (
-        f"{target}: {source} changed since freezing (arm_policy:own:own-controls/"
-        f"reconsider.py): frozen sha256 {old[:16]}…, now {sha(source.read_bytes())[:16]}…. "
+        f"{target}: {source} changed since freezing (arm_policy:own:own-core/"
+        f"enumeration.py): frozen sha256 {old[:16]}…, now {sha(source.read_bytes())[:16]}…. "
         "Restore it, or re-freeze the panel (a new preregistration) before running")
 
 
