@@ -15,9 +15,9 @@ path adds over the local pool (the time beyond ``run_attempt``, per attempt, Ray
 local). Both engines share this machine's CPUs, so the ratio says how far a second engine
 helps a panel whose attempts mostly wait, not what a second machine's cores would add.
 Task images are prepared before the clock starts; Ray's start is not timed. Needs root
-(a second dockerd). Run it alone on the two-engine lock:
+(a second dockerd with its own bridge, as the two-engine tests start; not while they run):
 
-    flock /tmp/fire-two-engine.lock env PYTHONPATH=. python -m benchmarks.bench_cluster
+    python -m benchmarks.bench_cluster
 """
 
 from __future__ import annotations

@@ -30,8 +30,8 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--base", action="store_true",
                         help="also remove the base images (rebuild: fire-exp images bootstrap)")
     args = parser.parse_args(argv)
-    from fire_exp.environments.docker import docker_client
     from fire_exp.environments.docker_cleanup import cleanup
+    from fire_exp.environments.docker_panel import docker_client
 
     client = docker_client()  # EnvironmentFailure: the dispatcher prints it, exit 2
     report = cleanup(client, everything=args.everything, images=args.images, base=args.base,

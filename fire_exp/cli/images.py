@@ -16,7 +16,7 @@ def main(argv: list[str]) -> int:
     boot.add_argument("--tag", default=None, help="image tag (default fire-exp/base:bookworm)")
     sub.add_parser("list", help="list fire-exp's images (base and cached task images)")
     args = parser.parse_args(argv)
-    from fire_exp.environments.docker import docker_client
+    from fire_exp.environments.docker_panel import docker_client
     from fire_exp.environments.images import BASE_IMAGE, LABEL, bootstrap_base_image
 
     client = docker_client()  # EnvironmentFailure: the dispatcher prints it, exit 2

@@ -6,12 +6,11 @@ Per attempt it
    cached as ``fire-exp/task-NAME:DIGEST12`` by the task's content digest, or uses
    ``[environment].docker_image``;
 2. starts one container (``init=True``, so orphans are reaped) with the task's CPU and
-   memory limits, working folder and network mode (``no-network`` and ``allowlist``:
-   no network at all; fire-exp has no allowlist proxy, so it fails closed);
-   With a coding-agent CLI (``install_agent``), the image derived with the CLI in it
-   (``docker_install.py``) and, for a task without network, the internal egress network
-   whose only way out is the egress proxy (``egress.py``), the container's own packet
-   filter letting it reach nothing but loopback and the proxy (``egress_firewall.py``);
+   memory limits, working folder and network mode (``no-network`` and ``allowlist``: no
+   network at all). With a coding-agent CLI (``install_agent``): the image derived with
+   the CLI in it (``docker_install.py``) and, for a task without network, the internal
+   egress network, the container's own packet filter letting it reach nothing but
+   loopback and the egress proxy (``egress.py``, ``egress_firewall.py``);
 3. starts the agent's session host (``session_host.py``, run by the container's
    ``python3``) as the process of one ``docker exec`` with its stdin attached; each agent
    command is one request on that socket, a ``bash -c`` child of the session leader. The
@@ -31,7 +30,6 @@ process's labels, so ``fire-exp cleanup`` finds what a killed run left behind.
 from __future__ import annotations
 
 import secrets
-import shlex
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -52,8 +50,16 @@ from fire_exp.environments.base import (
     SessionEnd,
     Stream,
 )
-from fire_exp.environments.docker_channel import ExecChannel
-from fire_exp.environments.docker_install import mounts, prepare_cli_image, try_binary
+from fire_exp.environments.docker_channel import ExecChannel, ExecStream
+from fire_exp.environments.docker_install import mounts, prepare_cli_image
+from fire_exp.environments.docker_panel import (
+    docker_client,
+    prepare_cli_images,
+    prepare_task_images,
+    reap_orphans,
+    task_image,
+)
+from fire_exp.environments.docker_run import run_streamed
 from fire_exp.environments.docker_session import (
     AGENT_DIR,
     AGENT_HOME,
@@ -65,75 +71,14 @@ from fire_exp.environments.docker_session import (
     sabotage,
 )
 from fire_exp.environments.egress import EgressProxy, ensure_egress_network, gateway_of
-from fire_exp.environments.egress_firewall import HOW_TO_FIX, cannot_confine, confine_to_proxy
-from fire_exp.environments.images import (
-    BASE_IMAGE,
-    LABEL,
-    ensure_task_image,
-    owner_labels,
-    slug,
-)
+from fire_exp.environments.egress_firewall import confine_to_proxy
+from fire_exp.environments.images import BASE_IMAGE, LABEL, owner_labels, slug
 from fire_exp.errors import PreflightError
 from fire_exp.tasks.model import Task
 
 HOST_PATH = "/opt/fire-exp/session_host.py"
 LOGS, TESTS, SOLUTION, PORT = "/logs", "/tests", "/solution", 8000
 _REPLY_MARGIN = 30.0  # seconds past a command's own timeout before the host gives up on it
-_STREAM_S = 7 * 24 * 3600.0  # an open_stream lives as long as the attempt
-_KILL_GRACE_S = 5.0
-
-
-class _ExecStream:
-    """An :class:`ExecChannel` as a line stream (``Environment.open_stream``)."""
-
-    def __init__(self, sock: Any) -> None:
-        self._closed = threading.Event()
-        self._channel = ExecChannel(sock, self._closed)
-
-    def read_line(self) -> bytes:
-        return self._channel.read_line(_STREAM_S)
-
-    def send_line(self, data: bytes) -> None:
-        self._channel.send_line(data)
-
-    def close(self) -> None:
-        self._closed.set()
-        self._channel.close()  # the process reads end of input
-
-    @property
-    def oversize(self) -> int:
-        return self._channel.oversize
-
-
-def docker_client() -> Any:
-    """``docker.from_env()``, or EnvironmentFailure saying the engine cannot be reached."""
-    try:
-        import docker
-
-        client = docker.from_env()
-        client.ping()
-        return client
-    except Exception as exc:  # noqa: BLE001 - any failure here means no engine
-        raise EnvironmentFailure(f"cannot reach the Docker engine: {exc}") from exc
-
-
-def task_image(client: Any, task: Task, base_image: str, bootstrap_base: bool) -> str:
-    """The image ``task`` runs in: built from its Dockerfile (cached by content digest), or
-    its ``docker_image``, pulled if this engine lacks it. Raises EnvironmentFailure."""
-    image = task.environment.docker_image
-    if image is None:
-        return ensure_task_image(client, task, base_image, bootstrap_base=bootstrap_base)
-    import docker.errors
-
-    try:
-        client.images.get(image)
-    except docker.errors.ImageNotFound:
-        try:
-            client.images.pull(image)
-        except docker.errors.APIError as exc:
-            raise EnvironmentFailure(f"task {task.name}: image {image} is not on "
-                                     f"this engine and cannot be pulled: {exc}") from exc
-    return image
 
 
 class DockerEnvironment(Environment):
@@ -414,45 +359,10 @@ class DockerEnvironment(Environment):
     def run(self, command: str, timeout: float, *, env: Mapping[str, str] | None = None,
             cwd: str | None = None, user: str | None = None,
             stream: Stream | None = None) -> ExecResult:
-        start = time.monotonic()
-        pid_file = f"/tmp/.fire-exp-run-{secrets.token_hex(4)}.pid"
-        script = f"echo $$ > {pid_file}; exec bash -c {shlex.quote(command)}"
-        container = self._running()
-        api = self._client.api
-        exec_id = api.exec_create(container.id, ["bash", "-c", script],
-                                  workdir=cwd or self.paths.workdir, user=user or "",
-                                  environment=self.box_env() | dict(env or {}))["Id"]
-        out, err = bytearray(), bytearray()
-        errors: list[BaseException] = []
-
-        def pump() -> None:
-            try:
-                for chunk_out, chunk_err in api.exec_start(exec_id, stream=True, demux=True):
-                    out.extend(chunk_out or b"")
-                    err.extend(chunk_err or b"")
-                    if stream is not None and (chunk_out or chunk_err):
-                        stream((chunk_out or chunk_err or b"").decode("utf-8", "replace"))
-            except BaseException as exc:  # noqa: BLE001 - reported below
-                errors.append(exc)
-
-        worker = threading.Thread(target=pump, daemon=True, name=f"run-{self.attempt_id}")
-        worker.start()
-        deadline = start + timeout
-        while worker.is_alive() and time.monotonic() < deadline and not self.cancelled.is_set():
-            worker.join(min(0.25, max(deadline - time.monotonic(), 0.0)))
-        timed_out = worker.is_alive()
-        if timed_out:
-            # The exec'd bash leads its own session and process group: kill the group
-            # (bash's kill: dash's takes no ``--``).
-            container.exec_run(["bash", "-c", f"kill -9 -- -$(cat {pid_file})"])
-            worker.join(_KILL_GRACE_S)
-        self._sh(f"rm -f {pid_file}")
-        if errors:
-            raise EnvironmentFailure(f"a command could not run in the container: {errors[0]}")
-        code = 124 if timed_out else int(api.exec_inspect(exec_id).get("ExitCode") or 0)
-        return ExecResult(exit_code=code, stdout=out.decode("utf-8", "replace"),
-                          stderr=err.decode("utf-8", "replace"), timed_out=timed_out,
-                          duration_s=time.monotonic() - start)
+        return run_streamed(self._client.api, self._running(), command, timeout=timeout,
+                            workdir=cwd or self.paths.workdir, user=user or "",
+                            environment=self.box_env() | dict(env or {}), stream=stream,
+                            cancelled=self.cancelled, name=f"run-{self.attempt_id}")
 
     def collect_logs(self) -> None:
         """Copy the container's ``/logs`` into ``ATTEMPT/logs``."""
@@ -463,13 +373,13 @@ class DockerEnvironment(Environment):
 
     # capabilities ---------------------------------------------------------------------
 
-    def open_stream(self, argv: Sequence[str]) -> _ExecStream:
+    def open_stream(self, argv: Sequence[str]) -> ExecStream:
         container = self._running()
         api = self._client.api
         # As root whatever the image's USER: the stream is the harness's (the hook relay).
         exec_id = api.exec_create(container.id, list(argv), stdin=True, stdout=True,
                                   stderr=True, tty=False, workdir="/", user="0:0")["Id"]
-        return _ExecStream(api.exec_start(exec_id, socket=True))
+        return ExecStream(api.exec_start(exec_id, socket=True))
 
     def open_egress(self, allowed: Sequence[str], log_path: Path) -> EgressProxy | None:
         if self.network is None or not self._on_egress_network():
@@ -496,27 +406,8 @@ class DockerEnvironment(Environment):
     def prepare_agent(cls, install: AgentInstall, tasks: Sequence[Task], *,
                       base_image: str = BASE_IMAGE, bootstrap_base: bool = True,
                       **params: Any) -> None:
-        """Install the CLI into every task's image (cached) and run ``command -v BINARY``
-        in a throwaway container of each, so a broken install step stops the panel; a task
-        without network needs the egress filter (``egress_firewall.py``) this process can
-        install, or the panel stops before its first attempt."""
-        if any(task.environment.network_mode != "public" for task in tasks):
-            reason = cannot_confine()
-            if reason is not None:
-                raise PreflightError(f"environment=docker, agent={install.agent}: {reason}",
-                                     HOW_TO_FIX)
-        client = docker_client()
-        tried: set[str] = set()
-        try:
-            for task in tasks:
-                image = prepare_cli_image(client, install.agent,
-                                          task_image(client, task, base_image, bootstrap_base),
-                                          install.spec)
-                if image not in tried:
-                    try_binary(client, image, install, owner_labels())
-                    tried.add(image)
-        finally:
-            client.close()
+        """Install the CLI into every task's image and try it (``docker_panel.py``)."""
+        prepare_cli_images(install, tasks, base_image, bootstrap_base)
 
     @classmethod
     def preflight(cls, **params: Any) -> None:
@@ -533,26 +424,12 @@ class DockerEnvironment(Environment):
                 base_image: str = BASE_IMAGE, bootstrap_base: bool = True,
                 **params: Any) -> None:
         """Build (or find cached) every task's image before the first attempt."""
-        client = docker_client()
-        try:
-            for i, task in enumerate(tasks, start=1):
-                t0 = time.monotonic()
-                image = task_image(client, task, base_image, bootstrap_base)
-                report(f"image [{i}/{len(tasks)}] {task.name}: {image} "
-                       f"({time.monotonic() - t0:.1f}s)")
-        finally:
-            client.close()
+        prepare_task_images(tasks, report, base_image, bootstrap_base)
 
     @classmethod
     def reap_orphans(cls, run_dir: Path | None = None, *, scratch: Path | None = None) -> int:
         """Remove the containers of runs provably dead on this host (see docker_cleanup)."""
-        from fire_exp.environments.docker_cleanup import cleanup
-
-        client = docker_client()
-        try:
-            return len(cleanup(client, own_run=run_dir, scratch=scratch).containers)
-        finally:
-            client.close()
+        return reap_orphans(run_dir, scratch)
 
     def stop(self) -> None:
         try:

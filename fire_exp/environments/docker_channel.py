@@ -25,6 +25,7 @@ from fire_exp.environments.failure import EnvironmentFailure
 
 _HEADER = 8
 _STDOUT = 1
+STREAM_S = 7 * 24 * 3600.0  # an open_stream lives as long as the attempt
 _POLL = 0.25  # seconds between looks at the cancel flag while waiting for a reply
 _CHUNK = 1 << 16  # bytes read from the socket at a time, whatever a frame's length says
 # A session host's reply carries up to 1 MiB of each of stdout and stderr
@@ -172,3 +173,25 @@ class ExecChannel:
                 closer.close()
             except Exception:  # noqa: BLE001, S110 - closing a dead socket is fine
                 pass
+
+
+class ExecStream:
+    """An :class:`ExecChannel` as a line stream (``Environment.open_stream``)."""
+
+    def __init__(self, sock: Any) -> None:
+        self._closed = threading.Event()
+        self._channel = ExecChannel(sock, self._closed)
+
+    def read_line(self) -> bytes:
+        return self._channel.read_line(STREAM_S)
+
+    def send_line(self, data: bytes) -> None:
+        self._channel.send_line(data)
+
+    def close(self) -> None:
+        self._closed.set()
+        self._channel.close()  # the process reads end of input
+
+    @property
+    def oversize(self) -> int:
+        return self._channel.oversize

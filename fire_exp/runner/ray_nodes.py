@@ -165,7 +165,7 @@ def _engine_id(environment: str, params: dict[str, Any]) -> str:
     """The identity of this node's engine; refuses a Docker engine without the base image."""
     if environment != "docker":
         return f"{environment}@{os.uname().nodename}"
-    from fire_exp.environments.docker import docker_client
+    from fire_exp.environments.docker_panel import docker_client
     from fire_exp.environments.images import BASE_IMAGE, image_exists
 
     client = docker_client()

@@ -92,7 +92,7 @@ class Cluster:
 
 def _stop_groups(procs: list[subprocess.Popen[bytes]]) -> None:
     """SIGTERM every node's process group (Ray drains), then SIGKILL what remains."""
-    for sig, wait in ((signal.SIGTERM, 40.0), (signal.SIGKILL, 10.0)):
+    for sig, wait in ((signal.SIGTERM, 15.0), (signal.SIGKILL, 10.0)):
         for proc in procs:
             try:
                 os.killpg(proc.pid, sig)

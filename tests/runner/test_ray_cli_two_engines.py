@@ -59,8 +59,9 @@ permutation: {method: auto, n_resamples: 1000, max_enumeration: 20}
 multiplicity: {method: holm, family: secondary}
 missing_data: {infrastructure_failures: failure, sensitivity: exclude}
 """
-# What differs between two runs of one panel: when they ran, and the run's name.
-UNTIMED = {"run", "timings", "started_at", "finished_at"}
+# What differs between two runs of one panel: when they ran, the run's name, and the node
+# a cluster's attempt ran on (a one-machine record names none).
+UNTIMED = {"run", "timings", "started_at", "finished_at", "node"}
 
 
 @dataclass
@@ -90,7 +91,7 @@ def remote_node() -> Iterator[OneRemoteNode]:
     # The machine is shared (others add and remove their own networks): its engine's
     # default bridge is still there (``--bridge=none`` would have deleted docker0), ours gone.
     after = machine_state()
-    assert "docker0" in after["links"] and BRIDGE not in after["links"]
+    assert "docker0" in after["bridges"] and BRIDGE not in after["bridges"]
     assert subprocess.run(["docker", "network", "inspect", "bridge"], capture_output=True,
                           timeout=60).returncode == 0
 
@@ -152,6 +153,7 @@ def test_cli_hooks_and_transcripts_come_home_from_the_nodes_engine(
     runs = tmp_path / "rtcli"
     local = read_records(runs / "one" / "attempts.jsonl").finished
     assert _fields(records) == _fields(local)
+    assert {r.node for r in records} == {"second"} and {r.node for r in local} == {None}
     assert _layout(runs / "two") == _layout(runs / "one")
     (tmp_path / "plan.yaml").write_text(PLAN)
     for command, extra in (("analyze", ["--plan", str(tmp_path / "plan.yaml")]), ("view", [])):
