@@ -122,6 +122,10 @@ def test_files_are_placed_in_the_working_folder_with_their_bytes(tmp_path: Path)
         assert not (Path(box.paths.tests) / "AGENTS.md").exists()
         place_files(box, ())  # nothing to place: no upload
         assert len(box.uploads) == 1
+        # a file folders deep: its folders made on the way
+        place_files(box, (PlacedFile("docs/deep/er/c.md", tmp_path, b"sea"),))
+        assert (work / "docs" / "deep" / "er" / "c.md").read_bytes() == b"sea"
+        assert (work / "docs" / "b.md").read_text() == "bee\n"
 
 
 @pytest.mark.parametrize("dest", ["tests/x.sh", "logs/reward.txt", "solution/solve.sh",

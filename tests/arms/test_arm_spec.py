@@ -75,6 +75,9 @@ def test_the_paper_arms_are_presets_of_the_same_form() -> None:
     assert [s.policies for s in specs] == ["real", "sham", "always_verify", "reconsider", "none"]
     assert all(not s.declared and not s.files and not s.agent and not s.instruction
                for s in specs)
+    assert specs == [ArmSpec(a, policies="none" if a == "baseline" else a, declared=False)
+                     for a in ARMS]
+    assert all(s.declared is False for s in specs)
 
 
 def test_a_panel_of_preset_arms_keeps_its_config_hash() -> None:

@@ -17,6 +17,7 @@ from fire_exp.agents.session import AgentSession
 from fire_exp.arms import arm_specs_from_dict
 from fire_exp.config import ComponentConfig, PanelConfig, RunConfig
 from fire_exp.errors import InputError, PreregistrationError
+from fire_exp.paths import CONFIG_DIR
 from fire_exp.registry import REGISTRY
 from fire_exp.runner.build import build_panel
 from fire_exp.runner.execute import build_attempt
@@ -147,6 +148,10 @@ def test_the_manifest_hashes_every_change_and_names_what_changed(tmp_path: Path)
     assert hashes["arm_file:file:AGENTS.md"]["sha256"] == hashlib.sha256(
         b"Skip the header row.\n").hexdigest()
     assert {"arm:file", "arm:none"} <= set(hashes)
+    # a panel composed in code has no configs/panel/arms.yaml: frozen as missing, so one
+    # written later refuses the run
+    assert hashes["config_file:panel"] == {"path": str(CONFIG_DIR / "panel" / "arms.yaml"),
+                                           "sha256": "missing"}
     assert manifest["arms"]["file"]["changes"][-1].startswith("file AGENTS.md")
     plan = _plan(tmp_path)
     verify_manifest(build_panel(_config(tmp_path, declare, plan=plan)), path)  # unchanged
@@ -180,7 +185,9 @@ def test_an_arm_may_run_another_agent_config(tmp_path: Path) -> None:
         "nop", "simulated")
     path = tmp_path / "frozen.json"
     hashes = write_manifest(panel, path)["hashes"]
-    assert hashes["arm_agent_file:nop"]["path"].endswith("configs/agent/nop.yaml")
+    nop_yaml = (CONFIG_DIR / "agent" / "nop.yaml").resolve()
+    assert hashes["arm_agent_file:nop"] == {
+        "path": str(nop_yaml), "sha256": hashlib.sha256(nop_yaml.read_bytes()).hexdigest()}
     assert "arm_agent:sim" not in hashes
     changed = {"nop": {"agent_config": "nop", "agent": {"tier": "x"}}, "sim": {}}
     with pytest.raises(InputError, match="declare.nop"):

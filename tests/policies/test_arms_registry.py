@@ -80,6 +80,19 @@ def test_a_sentence_that_overshoots_is_cut_at_a_word_and_closed() -> None:
     assert text == "Alpha beta gamma delta."
 
 
+def test_the_bounds_are_inclusive_and_the_cut_closes_with_one_period() -> None:
+    """At 1.2 x 20 = 24 characters exactly: a whole sentence of 24 is kept, a cut of 24 with
+    its period is kept; a sentence ending in '..' loses its own periods before the cut
+    (nothing else: not a trailing letter), so it fits with one."""
+    exact = "Twenty four characters!!"
+    assert len(exact) == 24
+    assert generic_text(20, "k", [exact] * 3) == exact
+    assert generic_text(20, "k", ["Aaaaa bbbbb ccccc ddddd eeeee."] * 3) == \
+        "Aaaaa bbbbb ccccc ddddd."  # 24 with its period; one word more is 30
+    assert generic_text(20, "k", ["Aaaaa bbbbb ccccc ddddX.."] * 3) == \
+        "Aaaaa bbbbb ccccc ddddX."  # 25 as written, 24 closed with one period
+
+
 def test_text_already_long_enough_is_not_extended() -> None:
     pool = ["Exactly twenty chars", "x x x x x x x x x x.", "y y y y y y y y y y."]
     key = next(k for k in map(str, range(100)) if start_of(k, pool) == 0)

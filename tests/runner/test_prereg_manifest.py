@@ -346,3 +346,106 @@ def test_an_arm_with_its_own_agent_freezes_that_agent_as_composed(inputs: Inputs
                 "composed)", "sha256": sha(composed.encode())}
     assert dict(agent.params)["tier"] == "strong"
     assert "arm_agent:baseline" not in hashes and "arm_agent_file:strong" not in hashes
+
+
+def test_an_arm_with_its_own_folders_freezes_their_sources_and_notes(inputs: Inputs) -> None:
+    """Each ``.py`` and ``.md`` file of an arm's own portfolio and controls is frozen under
+    ``arm_policy:ARM:FOLDER/FILE``; other files are not; the panel's own folders add
+    nothing (an arm of the panel's portfolio and its own controls: the controls only);
+    editing one refuses the run naming it."""
+    own_core, own_controls = inputs.root / "own-core", inputs.root / "own-controls"
+    shutil.copytree(inputs.portfolio, own_core)
+    shutil.copytree(inputs.controls, own_controls)
+    (own_core / "notes.txt").write_text("not a source\n")
+    inputs.plan.write_text(PLAN.replace("real - baseline", "own - baseline").replace(
+        "primary:", "secondary: [panel - baseline, mixed - baseline]\nprimary:"))
+    declare = (f"+panel.declare={{own: {{policies: real, portfolio: {own_core}, "
+               f"controls: {own_controls}}}, panel: {{policies: real, "
+               f"portfolio: {inputs.portfolio}, controls: {inputs.controls}}}, "
+               f"mixed: {{policies: real, portfolio: {inputs.portfolio}, "
+               f"controls: {own_controls}}}}}")
+    panel = inputs.panel("panel.arms=[own,panel,mixed,baseline]", declare)
+    hashes = build_manifest(panel)["hashes"]
+    expected = {f"arm_policy:own:{folder.name}/{f.name}": {"path": str(f),
+                                                           "sha256": sha(f.read_bytes())}
+                for folder in (own_core, own_controls) for f in folder.iterdir()
+                if f.suffix in (".py", ".md")} | {
+        f"arm_policy:mixed:own-controls/{f.name}": {"path": str(f), "sha256": sha(f.read_bytes())}
+        for f in own_controls.iterdir()}
+    assert "arm_policy:own:own-controls/sham_text.md" in expected
+    assert {k: v for k, v in hashes.items() if k.startswith("arm_policy:")} == expected
+    target = inputs.root / "arms.json"
+    write_manifest(panel, target)
+    source = own_core / "enumeration.py"
+    old = sha(source.read_bytes())
+    source.write_text(source.read_text() + "\n# edited\n")
+    with pytest.raises(PreregistrationError) as err:
+        verify_manifest(inputs.panel("panel.arms=[own,panel,mixed,baseline]", declare), target)
+    assert str(err.value) == (
+        f"{target}: {source} changed since freezing (arm_policy:own:own-core/"
+        f"enumeration.py): frozen sha256 {old[:16]}…, now {sha(source.read_bytes())[:16]}…. "
+        "Restore it, or re-freeze the panel (a new preregistration) before running")
+
+
+def test_a_sequential_plan_on_an_arm_the_panel_lacks_is_never_frozen(inputs: Inputs) -> None:
+    """The sequential test of ``real - sham`` on a panel without ``sham`` could never stop:
+    refused at freezing and at the run, naming the plan and its primary contrast."""
+    plan = ("name: freezing\nseed: 1\nprimary: {contrast: real - sham, cohort: eligible}\n"
+            "secondary: [real - baseline]\n"
+            "bootstrap: {n_resamples: 200}\npermutation: {n_resamples: 200}\n")
+    inputs.plan.write_text(plan)
+    write_manifest(inputs.panel(), inputs.root / "plain.json")  # without sequential: fine
+    inputs.plan.write_text(plan + "sequential: {method: agrapa, alpha: 0.05}\n")
+    expected = (f"{inputs.plan}: primary.contrast: the sequential test needs arm(s) ['sham'], "
+                "which the panel does not run (add them to the panel's arms or drop the "
+                "plan's sequential: section)")
+    target = inputs.root / "sequential.json"
+    with pytest.raises(InputError) as err:
+        write_manifest(inputs.panel(), target)
+    assert str(err.value) == expected
+    assert not target.exists()
+    with pytest.raises(InputError) as err:
+        verify_manifest(inputs.panel(), inputs.manifest)
+    assert str(err.value) == expected
+    inputs.plan.write_text(plan.replace("real - sham", "real - baseline").replace(
+        "[real - baseline]", "[]") + "sequential: {method: agrapa, alpha: 0.05}\n")
+    write_manifest(inputs.panel(), target)  # the panel runs both arms: frozen
+    assert target.exists()
+
+
+def test_the_manifest_records_when_it_was_frozen_into_any_new_folder(inputs: Inputs) -> None:
+    """``frozen_at`` (what the report and the archive name show) is the freezing time in
+    UTC; a manifest path under folders that do not exist yet creates them."""
+    from datetime import UTC, datetime
+
+    target = inputs.root / "new" / "deeper" / "prereg.json"
+    before = datetime.now(UTC)
+    manifest = write_manifest(inputs.panel(), target)
+    frozen = datetime.fromisoformat(manifest["frozen_at"])
+    assert before <= frozen <= datetime.now(UTC) and frozen.utcoffset() is not None
+    assert json.loads(target.read_text())["frozen_at"] == manifest["frozen_at"]
+    assert [p.name for p in target.parent.iterdir()] == ["prereg.json"]
+
+
+def test_a_declared_arm_without_a_description_is_described_by_nothing(inputs: Inputs) -> None:
+    inputs.plan.write_text(PLAN.replace("real - baseline", "brief - baseline"))
+    panel = inputs.panel("panel.arms=[brief,baseline]",
+                         "+panel.declare={brief: {instruction: Be brief.}}")
+    arms = declared_arms(panel)["arms"]
+    assert (arms["brief"]["description"], arms["baseline"]["description"]) == ("", "no policy")
+
+
+def test_the_harness_leaves_out_task_suites_installed_data_and_caches(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """On a package tree of every kind of file (``_data`` is where a wheel installs the
+    portfolios, hashed as policies instead): only its own ``.py`` and ``.sh`` files."""
+    import fire_exp.runner.prereg as prereg
+
+    package = tmp_path / "fire_exp"
+    files = {"a.py": b"a", "run/b.sh": b"b", "notes.txt": b"c", "suites/t/x.py": b"d",
+             "_data/portfolios/y.py": b"e", "__pycache__/z.py": b"f", "run/__pycache__/w.py": b"g"}
+    for name, data in files.items():
+        (package / name).parent.mkdir(parents=True, exist_ok=True)
+        (package / name).write_bytes(data)
+    monkeypatch.setattr(prereg, "PACKAGE_DIR", package)
+    assert harness_file_hashes() == {"fire_exp/a.py": sha(b"a"), "fire_exp/run/b.sh": sha(b"b")}
