@@ -92,18 +92,27 @@ class SecondEngine:
                               text=True, timeout=timeout)
 
     def stop(self) -> None:
-        """Stop the daemon (its containers with it), remove its bridge and folder."""
+        """Stop the daemon (its containers with it), remove its networks' bridges, its own
+        bridge and its folder. A daemon that stops keeps its networks' bridges on the host
+        (they would outlive its data root and use up Docker's address pools), so its
+        networks go first, and any bridge of theirs still there after."""
+        networks: list[str] = []
         if self.proc.poll() is None:
             ids = self.docker("ps", "-aq").stdout.split()
             if ids:
                 self.docker("rm", "-f", *ids)
+            networks = self.docker("network", "ls", "-q", "--no-trunc", "--filter",
+                                   "type=custom").stdout.split()
+            if networks:
+                self.docker("network", "rm", *networks)
             self.proc.send_signal(signal.SIGTERM)
             try:
                 self.proc.wait(timeout=30)
             except subprocess.TimeoutExpired:
                 self.proc.kill()
                 self.proc.wait(timeout=10)
-        subprocess.run(["ip", "link", "del", BRIDGE], capture_output=True, check=False)
+        for bridge in [BRIDGE] + [f"br-{network[:12]}" for network in networks]:
+            subprocess.run(["ip", "link", "del", bridge], capture_output=True, check=False)
         for line in Path("/proc/mounts").read_text().splitlines():  # overlay leftovers
             mount = line.split()[1]
             if mount.startswith(str(self.folder)):

@@ -76,6 +76,7 @@ def remote_node() -> Iterator[OneRemoteNode]:
     why = missing()
     if why is not None:
         ci_missing(f"the two-engine tests need {why}")
+    bridges_before = machine_state()["bridges"]
     second = start_engine((BASE_IMAGE,))
     try:
         node = NodeSpec(cpus=1, memory=1024**3, resources={"fire-exp-node:second": 1},
@@ -92,6 +93,10 @@ def remote_node() -> Iterator[OneRemoteNode]:
     # default bridge is still there (``--bridge=none`` would have deleted docker0), ours gone.
     after = machine_state()
     assert "docker0" in after["bridges"] and BRIDGE not in after["bridges"]
+    # The second engine's networks (the task's egress network) leave no bridge behind:
+    # a new bridge on the host is one of the machine engine's networks, or a leak.
+    machine = {f"br-{line.split()[0][:12]}" for line in after["networks"]}
+    assert not after["bridges"] - bridges_before - machine - {"docker0"}
     assert subprocess.run(["docker", "network", "inspect", "bridge"], capture_output=True,
                           timeout=60).returncode == 0
 
