@@ -348,20 +348,20 @@ def test_commands_with_a_key_match_and_reasons_name_no_key(tmp_path: Path) -> No
 
 
 def test_the_channel_report(tmp_path: Path) -> None:
-    assert channel_tamper(tmp_path) == ()
+    assert channel_tamper(tmp_path / "channel.json") == ()
     (tmp_path / "channel.json").write_text(json.dumps(
         {"tamper": ["heartbeat lost", "request with a wrong secret"], "heartbeats": 4}))
-    assert channel_tamper(tmp_path) == ("hook channel: heartbeat lost",
+    assert channel_tamper(tmp_path / "channel.json") == ("hook channel: heartbeat lost",
                                         "hook channel: request with a wrong secret")
     found = reconcile(claude(), [], reports_denied_calls=True,
-                      channel=channel_tamper(tmp_path))
-    assert found.reasons == channel_tamper(tmp_path)
+                      channel=channel_tamper(tmp_path / "channel.json"))
+    assert found.reasons == channel_tamper(tmp_path / "channel.json")
     (tmp_path / "channel.json").write_text('{"tamper": "heartbeat lost"}')
-    assert channel_tamper(tmp_path) == (
+    assert channel_tamper(tmp_path / "channel.json") == (
         f"hook channel report unreadable: {tmp_path / 'channel.json'}: field 'tamper' is not "
         "a list of strings",)
     (tmp_path / "channel.json").write_text("{")
-    assert channel_tamper(tmp_path)[0].startswith("hook channel report unreadable: ")
+    assert channel_tamper(tmp_path / "channel.json")[0].startswith("hook channel report unreadable: ")
 
 
 def test_the_guard_names_every_reason() -> None:

@@ -337,7 +337,7 @@ class CodingCliAgent:
         return reconcile(transcript, summary.lines,
                          reports_denied_calls=self.dialect.reports_denied_calls,
                          timed_out=timed_out, redact=session.env.redactor.text,
-                         channel=channel_tamper(session.env.files.hooks))
+                         channel=channel_tamper(session.env.files.hook_channel))
 
     def _read_back(self, session: AgentSession, transcript: CliTranscript,
                    summary: ActivitySummary, evidence: Reconciliation,

@@ -46,9 +46,8 @@ from fire_exp.policies.hook_answerer import MAX_FOREIGN_LOGGED
 from fire_exp.policies.hook_store import HookLine
 from fire_exp.policies.tool_payloads import EDIT_TOOLS, SHELL_TOOLS
 
-__all__ = ["CHANNEL_FILE", "KEY_CHARS", "Reconciliation", "channel_tamper", "reconcile"]
+__all__ = ["KEY_CHARS", "Reconciliation", "channel_tamper", "reconcile"]
 
-CHANNEL_FILE = "channel.json"
 # The activity log keeps a command's first 500 characters, before redaction; comparing
 # fewer keeps a key cut at that edge from making two spellings of one command.
 KEY_CHARS = 200
@@ -76,13 +75,13 @@ class Reconciliation:
     ran_denied: frozenset[int] = frozenset()
 
 
-def channel_tamper(hooks_dir: Path) -> tuple[str, ...]:
-    """The reasons the hook channel reported in ``hooks_dir/channel.json`` (no file: none).
+def channel_tamper(path: Path) -> tuple[str, ...]:
+    """The reasons the hook channel reported in ``path`` (``AttemptPaths.hook_channel``;
+    no file: none).
 
     A report that cannot be read is itself a reason: the host writes it, so a broken one
     means the channel's evidence is lost.
     """
-    path = hooks_dir / CHANNEL_FILE
     if not path.is_file():
         return ()
     try:
