@@ -367,11 +367,16 @@ class CodingCliAgent:
 
     # reading the run back --------------------------------------------------------------
 
+    def _transcript(self, session: AgentSession) -> CliTranscript:
+        """The CLI's output as brought home, parsed (a subclass may add what the CLI left
+        elsewhere: Codex's rollout file)."""
+        lines = session.env.files.cli_stdout.read_text(errors="replace").splitlines()
+        return self.dialect.parse(lines)
+
     def _outcome(self, session: AgentSession, target: BridgeTarget | None, code: int,
                  timed_out: bool) -> AgentOutcome:
         files = session.env.files
-        transcript = self.dialect.parse(
-            files.cli_stdout.read_text(errors="replace").splitlines())
+        transcript = self._transcript(session)
         summary = read_activity(files.hook_state)
         evidence = self._reconcile(session, transcript, summary, target, timed_out)
         self._read_back(session, transcript, summary, evidence, policy_arm=target is not None)
