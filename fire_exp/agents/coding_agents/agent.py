@@ -49,7 +49,7 @@ import fire_exp
 from fire_exp.agents.base import AgentOutcome, ProviderError
 from fire_exp.agents.coding_agents.dialect import CliDialect, CliTranscript, endpoint_hostport
 from fire_exp.agents.coding_agents.evidence import Reconciliation, channel_tamper, reconcile
-from fire_exp.agents.coding_agents.packaged import host_binary
+from fire_exp.agents.coding_agents.packaged import BinaryIdentity, binary_identity, host_binary
 from fire_exp.agents.session import AgentSession, AttemptContext
 from fire_exp.agents.transcript import price_tokens
 from fire_exp.attempt_paths import AttemptPaths
@@ -193,6 +193,19 @@ class CodingCliAgent:
         if spec.method != "none" or explicit or self.host_binary is None:
             return spec
         return dataclasses.replace(spec, host_binary=self.host_binary)
+
+    def binary_identity(self, environment: str = "local") -> BinaryIdentity | None:
+        """The CLI binary the attempts run, for the preregistration: the one this machine
+        runs (``environment=local``) or mounts into the box (``install.host_binary``, the
+        wheel's by default). None: the binary is the image's or an install step's, which
+        the image and the install spec's digest name."""
+        spec = self.install.spec
+        if spec.host_binary:
+            return binary_identity(spec.host_binary)
+        if environment != "local":
+            return None
+        path = host_binary(self.name, self.binary)
+        return binary_identity(path) if path else None
 
     # before the panel, before the box ------------------------------------------------
 
