@@ -36,7 +36,8 @@ from typing import Any
 
 from fire_exp.paths import SUITES_DIR
 
-__all__ = ["MODEL", "ResponsesServer", "apply_patch", "exec_command", "hook_prompts",
+__all__ = ["MODEL", "ResponsesServer", "apply_patch", "cut_stream", "exec_command",
+           "hook_prompts",
            "http_error", "message", "solution_responder", "tool_outputs"]
 
 CHECKED = "codex-cli 0.163.0"  # the client whose requests and stream reading this follows
@@ -67,6 +68,12 @@ def apply_patch(patch: str, call_id: str = "call_patch") -> Item:
 def http_error(status: int, message_text: str = "scripted failure") -> dict[str, Any]:
     """An HTTP error reply instead of a stream."""
     return {"status": status, "body": {"error": {"message": message_text}}}
+
+
+def cut_stream() -> dict[str, Any]:
+    """A stream that stops after ``response.created`` (the connection closes before
+    ``response.completed``): Codex reconnects and asks again."""
+    return {"cut": True}
 
 
 def _input_items(request: dict[str, Any]) -> list[dict[str, Any]]:
@@ -227,6 +234,13 @@ class ResponsesServer:
                     self._send(400, b'{"error": {"message": "not JSON"}}', "application/json")
                     return
                 n, reply = server.reply_for(body, {k.lower(): v for k, v in self.headers.items()})
+                if isinstance(reply, dict) and reply.get("cut"):
+                    self.send_response(200)
+                    self.send_header("Content-Type", "text/event-stream")
+                    self.end_headers()  # no length: the body ends when the connection does
+                    self.wfile.write(sse([], n).split(b"\n\n")[0] + b"\n\n")
+                    self.close_connection = True
+                    return
                 if isinstance(reply, dict):
                     self._send(int(reply["status"]), json.dumps(reply["body"]).encode(),
                                "application/json")
