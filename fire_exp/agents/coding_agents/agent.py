@@ -218,6 +218,7 @@ class CodingCliAgent:
             PreflightError: the executable is missing or broken; the message says how to
                 install it, point ``agent.binary`` at it, or run it in the container.
         """
+        self._check_endpoint()
         if environment != "local":
             return
         install = (f"install it ({self.dialect.install_hint}), point agent.binary at it "
@@ -239,6 +240,16 @@ class CodingCliAgent:
             raise PreflightError(f"agent={self.name}: `{found} --version` exited "
                                  f"{proc.returncode}: {detail}", install)
         self.version = (proc.stdout.strip().splitlines() or [""])[0]
+
+    def _check_endpoint(self) -> None:
+        """What the dialect makes of ``base_url`` and ``model`` (Codex: the model's
+        metadata from the binary), once before the panel rather than in every attempt."""
+        try:
+            self.dialect.endpoint("/preflight", self.base_url, self.model, self.api_key_env)
+        except EnvironmentFailure as exc:
+            raise PreflightError(f"agent={self.name}: {exc}",
+                                 "point agent.binary or agent.install.host_binary at the "
+                                 "CLI, or fix agent.base_url / agent.model") from None
 
     def prepare_boxes(self, backend: type[Environment] | None, tasks: Sequence[Task],
                       env_params: Mapping[str, Any]) -> None:
