@@ -77,6 +77,9 @@ def test_the_real_codex_is_denied_edits_by_patch_and_is_read_back(
         [("command", True), ("edit", False), ("command", False), ("stop", False)]
     assert log[0]["command"] == denied and log[2]["exit_code"] == 0  # bare, not bash -lc
     assert (tmp_path / "attempt/logs/agent/codex-rollout.jsonl").is_file()
+    home = tmp_path / "attempt/hooks/codex-home"  # Codex's own state is not the record's
+    assert sorted(p.name for p in home.iterdir()) == \
+        ["config.toml", "fire-models.json", "hooks.json"]
     assert record.decisions == 1 and record.funnel.fired
     # 4 answers of the server: 1000+n input tokens each, 200 cached, 30 output
     usage = record.usage

@@ -49,6 +49,7 @@ ROLLOUT_MAX = 8 << 20
 CONFIG_TOML = f"[features]\n{CODEX_HOOKS_FEATURE} = true\n"
 PROVIDER = "fire"  # the custom model provider an ``agent.base_url`` becomes
 CATALOG = "fire-models.json"
+GIVEN = ("config.toml", "hooks.json", CATALOG)  # the files of CODEX_HOME fire-exp writes
 
 
 def _toml_string(value: str) -> str:
@@ -166,6 +167,12 @@ class CodexAgent(CodingCliAgent):
         """The captured output, and the rollout file of the run (redacted, at most
         :data:`ROLLOUT_MAX` bytes) as ``ATTEMPT/logs/agent/codex-rollout.jsonl``."""
         super()._fetch_output(env, run)
+        try:
+            self._fetch_rollout(env)
+        finally:
+            self._drop_state(env)
+
+    def _fetch_rollout(self, env: Environment) -> None:
         sessions = f"{env.paths.agent}/{HOME}/sessions"
         found = env.run(f"find {shlex.quote(sessions)} -type f -name 'rollout-*.jsonl' "
                         "2>/dev/null | sort | tail -n 1", timeout=30.0)
@@ -177,6 +184,15 @@ class CodexAgent(CodingCliAgent):
         except EnvironmentFailure:
             return
         rollout_path(env.files).write_text(env.redactor.text(data.decode("utf-8", "replace")))
+
+    def _drop_state(self, env: Environment) -> None:
+        """Remove what Codex wrote into ``CODEX_HOME`` besides the files it was given
+        (sessions, sqlite files, ~1 MB of ``skills/``): with ``environment=local`` that
+        folder is in the attempt's record, and the rollout is home already."""
+        home = shlex.quote(f"{env.paths.agent}/{HOME}")
+        kept = " ".join(f"! -name {shlex.quote(name)}" for name in GIVEN)
+        env.run(f"[ -d {home} ] && find {home} -mindepth 1 -maxdepth 1 {kept} "
+                "-exec rm -rf {} + ; true", timeout=60.0)
 
     def _transcript(self, session: AgentSession) -> CliTranscript:
         """The ``--json`` output with the rollout's denied calls and call ids merged in."""
