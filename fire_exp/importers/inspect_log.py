@@ -10,8 +10,8 @@ file format is read directly, as inspect_ai writes it:
   without its samples, written when the eval ends), ``_journal/start.json`` (``eval`` and
   ``plan``, written first: a log without a header never finished, its status is
   ``started``), and one ``samples/ID_epoch_N.json`` per sample. Members are deflated
-  (older inspect_ai) or zstd-compressed (method 93; inspect_ai 0.3.1xx on), which needs
-  the ``zstandard`` package (installed with ``fire-exp[inspect]``).
+  (older inspect_ai) or zstd-compressed (zip method 93, as inspect_ai 0.3.285 writes
+  them), which needs the ``zstandard`` package (installed with ``fire-exp[inspect]``).
 """
 
 from __future__ import annotations
