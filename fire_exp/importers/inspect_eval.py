@@ -207,7 +207,8 @@ def _record(c: _Chosen, scorer: Scorer, mapping: ArmMapping, run: str,
     steps = (c.log.header.get("plan") or {}).get("steps") or []
     agent = spec.get("solver") or "+".join(str(s.get("solver")) for s in steps) or "inspect"
     sandbox = spec.get("sandbox")
-    environment = sandbox.get("type") if isinstance(sandbox, dict) else sandbox
+    environment = sandbox.get("type") if isinstance(sandbox, dict) else \
+        sandbox[0] if isinstance(sandbox, list) and sandbox else sandbox  # older: [type, config]
     packages = spec.get("packages") or {}
     place = Placement(run, task, c.arm, mapping.cohort(task), mapping.pass_threshold,
                       str(agent), str(environment or "inspect"), spec.get("model"),
