@@ -9,6 +9,10 @@ the ``base`` arm as a ``.eval`` log, the ``real`` arm as a ``.json`` log, 4 samp
 epochs each; sample ``c`` under ``real`` hits a token limit (and is still scored), sample
 ``d`` epoch 2 under ``base`` raises in the solver (an errored sample, not scored).
 ``OUT/errored`` holds one eval that stopped on an error (``fail_on_error``).
+
+``python -m tests.importers.inspect_panel --fixture OUT_DIR`` writes the small log committed
+as ``tests/importers/data/`` (samples ``a`` and ``b`` of the ``real`` arm, 2 epochs), which
+pins the file format for the reader that works without inspect_ai.
 """
 
 from __future__ import annotations
@@ -27,7 +31,7 @@ ERRORED = ("d", 2, "base")  # the (sample, epoch, arm) whose solver raises
 LIMITED = ("c", "real")  # the (sample, arm) that runs under a token limit of 5
 
 
-def _task(arm: str, crash_all: bool = False) -> Any:
+def _task(arm: str, crash_all: bool = False, samples: tuple[str, ...] = SAMPLES) -> Any:
     """The task ``toy`` with its arguments, as ``inspect eval`` would build it (so the log
     records ``eval.task_args``)."""
     from inspect_ai import Task, task
@@ -58,7 +62,7 @@ def _task(arm: str, crash_all: bool = False) -> Any:
     @task(name="toy")
     def toy(arm: str = "base", crash_all: bool = False) -> Task:
         return Task(dataset=[Sample(id=s, input=f"question {s}", target="ok",
-                                    metadata={"arm": arm}) for s in SAMPLES],
+                                    metadata={"arm": arm}) for s in samples],
                     solver=act(), scorer=keyed())
 
     return toy(arm=arm, crash_all=crash_all)
@@ -87,5 +91,18 @@ def write_panel(out: Path) -> None:
                  fail_on_error=True, max_samples=1, **common)
 
 
+def write_fixture(out: Path) -> None:
+    """The committed log: 2 samples x 2 epochs of the ``real`` arm, with its token limit."""
+    from inspect_ai import eval as inspect_eval
+    from inspect_ai.model import get_model
+
+    inspect_eval(_task("real", samples=("a", "c")), epochs=2, log_dir=str(out),
+                 model=get_model("mockllm/model", custom_outputs=_output), display="none",
+                 log_realtime=False)
+
+
 if __name__ == "__main__":
-    write_panel(Path(sys.argv[1]))
+    if sys.argv[1] == "--fixture":
+        write_fixture(Path(sys.argv[2]))
+    else:
+        write_panel(Path(sys.argv[1]))

@@ -4,6 +4,7 @@ out as inspect_ai 0.3.285 writes them (these tests need no inspect_ai)."""
 from __future__ import annotations
 
 import json
+import sys
 import zipfile
 from pathlib import Path
 from typing import Any
@@ -22,8 +23,12 @@ from fire_exp.importers.inspect_sample import (
     score_value,
 )
 from fire_exp.records import Cause
+from tests.ci import missing
 
 REF = SampleRef(Path("x.eval"), "s1", 2)
+# Written by inspect_ai 0.3.285 (tests/importers/inspect_panel.py --fixture): samples a and c
+# of the real arm, 2 epochs, every score C, c under a token limit; zstd-compressed members.
+FIXTURE = Path(__file__).parent / "data" / "inspect-0.3.285-mockllm.eval"
 
 
 @pytest.mark.parametrize("value, reward", [
@@ -136,3 +141,22 @@ def test_not_a_log_is_refused_by_name(tmp_path: Path) -> None:
     with pytest.raises(InputError, match="ends in .eval or .json"):
         (tmp_path / "x.txt").write_text("")
         read_log(tmp_path / "x.txt", "format")
+
+
+def test_a_log_inspect_ai_wrote_reads_without_it(monkeypatch: pytest.MonkeyPatch) -> None:
+    try:
+        import zstandard  # noqa: F401
+    except ImportError:
+        missing("zstandard is not installed (pip install 'fire-exp[inspect]')")
+    records = import_inspect([FIXTURE], ArmMapping(arm_from="eval.task_args.arm"),
+                             reader="format").records
+    by = {(r.task, r.replicate): r for r in records}
+    assert set(by) == {("a", 0), ("a", 1), ("c", 0), ("c", 1)}
+    assert all(r.arm == "real" and r.reward == 1.0 and r.passed for r in records)
+    assert by[("c", 0)].cause is Cause.AGENT_STEP_LIMIT and by[("a", 0)].cause is None
+    assert by[("a", 1)].versions == {"inspect_ai": "0.3.285"}
+    assert (by[("a", 0)].usage.input_tokens, by[("a", 0)].usage.output_tokens) == (7, 3)
+    monkeypatch.setitem(sys.modules, "zstandard", None)  # as where it is not installed
+    with pytest.raises(InputError, match="zstd-compressed, and the zstandard package is not "
+                                         "installed"):
+        read_log(FIXTURE, "format")
