@@ -28,6 +28,8 @@ from tests.importers.inspect_panel import EPOCHS, ERRORED, LIMITED, SAMPLES, TAB
 
 ARMS = {"base": "baseline", "real": "real"}
 MAPPING = "arm_from: eval.task_args.arm\narms:\n  base: baseline\n  real: real\n"
+# One worker writes the logs once for every test of the module.
+pytestmark = pytest.mark.xdist_group("inspect-panel")
 CONTRAST_COLUMNS = ["contrast", "cohort", "n_tasks", "estimate_pp", "ci_low_pp", "ci_high_pp",
                     "p_value", "improved", "regressed", "tied"]
 
