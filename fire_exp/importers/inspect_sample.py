@@ -24,7 +24,8 @@ from fire_exp.errors import InputError
 from fire_exp.importers.harbor import cause_for
 from fire_exp.records import AttemptRecord, Cause, Timings, Usage
 
-__all__ = ["LIMIT_CAUSES", "Scorer", "SampleRef", "cause_of", "sample_record", "score_value"]
+__all__ = ["LIMIT_CAUSES", "Placement", "SampleRef", "Scorer", "cause_of", "digest",
+           "sample_record", "score_value"]
 
 # inspect_ai's EvalSampleLimit.type → cause. The limit ended the agent's turn; inspect_ai
 # still scores the sample, so its reward is kept (as an agent timeout's is).
