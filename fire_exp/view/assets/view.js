@@ -32,11 +32,29 @@
   const fmt = (v) => (v === null || v === undefined || v === "" ? "–" : String(v));
   const unknown = (v) => (v === null || v === undefined ? "unknown" : String(v));
   const yesno = (v) => (v === null || v === undefined ? "unknown" : v ? "yes" : "no");
-  const pct = (v) => (typeof v === "number" ? v.toFixed(1) : fmt(v));
-  const signed = (v) => (v > 0 ? "+" : "") + v.toFixed(1);
+  // The one rounding rule (fire_exp/report/rounding.py): half away from zero on the
+  // number's shortest spelling, which JavaScript's String() and Python's repr() share, so
+  // 6.25 prints 6.3 here as in the report. The analysis' tables arrive already printed.
+  function fixed(v, digits) {
+    if (typeof v === "string") return v;
+    if (typeof v !== "number") return fmt(v);
+    if (!Number.isFinite(v)) return String(v);
+    const text = String(Math.abs(v));
+    if (/e/.test(text)) return (v + 0).toFixed(digits).replace(/^-(0\.?0*)$/, "$1");
+    const [whole, frac = ""] = text.split(".");
+    const padded = (frac + "0".repeat(digits + 1)).slice(0, digits + 1);
+    let n = BigInt(whole + padded.slice(0, digits));
+    if (padded[digits] >= "5") n += 1n;
+    const s = n.toString().padStart(digits + 1, "0");
+    const out = digits ? s.slice(0, -digits) + "." + s.slice(-digits) : s;
+    return (v < 0 && n !== 0n ? "-" : "") + out;
+  }
+  window.FIRE_FIXED = fixed; // the browser tests compare it with rounding.fixed
+  const pct = (v) => fixed(v, 1);
+  const signed = (v) => { const t = fixed(v, 1); return Number(t) > 0 ? "+" + t : t; };
   const isPercent = (column) => /_(pct|pp)$/.test(column);
-  // p-values as the report prints them: three decimals (smaller ones in powers of ten).
-  const pval = (p) => (typeof p !== "number" ? fmt(p) : p > 0 && p < 0.001 ? p.toExponential(1) : p.toFixed(3));
+  // p-values as the report prints them: three decimals, "<0.001" below.
+  const pval = (p) => (typeof p !== "number" ? fmt(p) : p < 0.001 ? "<0.001" : fixed(p, 3));
   const pre = (text, cls) => el("pre", { class: cls || "" }, text === null ? "" : text);
   const folded = (summary, body, open) => el("details", { open: open || null },
     el("summary", {}, summary), body);
@@ -50,11 +68,12 @@
     for (const [k, v] of pairs) d.append(el("dt", {}, k), el("dd", {}, v instanceof Node ? v : fmt(v)));
     return d;
   }
-  function table(columns, rows, cls) {
+  function table(columns, rows, cls, numeric) {
     const percent = columns.map(isPercent);
     const head = el("tr", {}, columns.map((c) => el("th", {}, c)));
     const body = rows.map((r) => el("tr", {}, r.map((v, j) => el("td",
-      { class: typeof v === "number" ? "num" : "" }, v instanceof Node ? v : percent[j] ? pct(v) : fmt(v)))));
+      { class: typeof v === "number" || (numeric && numeric[j]) ? "num" : "" },
+      v instanceof Node ? v : percent[j] ? pct(v) : fmt(v)))));
     return el("table", { class: cls || "data" }, el("thead", {}, head), el("tbody", {}, body));
   }
   function analysisTable(name) {
@@ -147,11 +166,11 @@
     return el("section", { class: "headline", id: "headline" },
       el("h2", {}, "Primary contrast (preregistered)"),
       el("p", { class: "big" }, el("b", {}, name), ` on ${cohort}: `,
-        el("b", { class: "estimate" }, typeof est === "number" ? signed(est) + " points" : "unknown"),
+        el("b", { class: "estimate" }, est !== null && est !== undefined ? signed(est) + " points" : "unknown"),
         `, 95 % CI ${ci(primary)}, p = ${pval(t.get(primary, "p_value"))} (${fmt(t.get(primary, "p_method"))}), `,
         `${fmt(t.get(primary, "n_tasks"))} tasks · `, contrastLink(name, cohort, "the tasks behind it")),
       secondaries.length ? table(["secondary contrast", `Δ points (${cohort})`, "95 % CI", "p", "Holm p", "tasks", ""],
-        secondaries.map((r) => [t.get(r, "contrast"), typeof t.get(r, "estimate_pp") === "number" ? signed(t.get(r, "estimate_pp")) : "unknown",
+        secondaries.map((r) => [t.get(r, "contrast"), t.get(r, "estimate_pp") !== null ? signed(t.get(r, "estimate_pp")) : "unknown",
           ci(r), pval(t.get(r, "p_value")), pval(t.get(r, "p_holm")), t.get(r, "n_tasks"),
           contrastLink(t.get(r, "contrast"), cohort, "tasks")])) : null);
   }
@@ -192,7 +211,7 @@
     const tables = el("section", {}, el("h2", {}, "Tables of the analysis"),
       D.tables.map((t) => el("details", { class: "table", open: open.has(t.name) || null,
         id: "table-" + t.name }, el("summary", {}, `${t.name} (${t.rows.length} rows)`),
-        el("div", { class: "scroll" }, table(t.columns, t.rows)))));
+        el("div", { class: "scroll" }, table(t.columns, t.rows, "data", t.numeric)))));
     show(el("h1", {}, D.title), el("p", { class: "muted" }, D.source), headline(), passRateTable(),
       el("div", { class: "cols" }, prereg, analysis), figures, tables);
   }
@@ -268,7 +287,7 @@
       el("tr", {}, el("th", {}, "task"), D.arms.map((a) => el("th", {}, a)), diffHead),
       el("tr", { class: "totals", id: "totals" }, el("th", {}, `all ${tasks.length} tasks shown`),
         totals.map(([s, n], a) => el("th", { "data-arm": D.arms[a], title: `${s} of ${n} scored attempts passed` },
-          n ? `${s}/${n} · ${(100 * s / n).toFixed(1)} %` : "–")),
+          n ? `${s}/${n} · ${fixed(100 * s / n, 1)} %` : "–")),
         contrast ? el("th", { class: "num", id: "mean-diff", title: `mean over ${shown.length} tasks` },
           mean === null ? "–" : `mean ${signed(mean)}`) : null));
     const pick = (k, values, current, label) => el("label", {}, label + " ", el("select", { name: k, onchange: (e) => set(k, e.target.value) },
