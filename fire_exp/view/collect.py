@@ -20,7 +20,7 @@ from fire_exp.analysis import AnalysisPlan, AnalysisResult, RunInputs, analyze, 
 from fire_exp.environments.redaction import redact_text, secret_values
 from fire_exp.paths import PACKAGE_DIR
 from fire_exp.records import AttemptRecord
-from fire_exp.report.rounding import cell4, fixed, p_text
+from fire_exp.report.rounding import cell4, fixed, is_missing, p_text, rate_of
 
 __all__ = ["Redact", "RunData", "cell_text", "collect", "format_cell", "secret_redactor", "table_data",
            "without_machine_paths"]
@@ -86,13 +86,27 @@ def cell_text(column: str, value: object) -> object:
     return str(value)
 
 
+# A rate column and the (numerator, denominator) count columns beside it: shown with its
+# denominator when that is small, as the report prints it ("100.0 (1 of 1)").
+RATE_COUNTS = {"near_miss_pct": ("near_miss", "passed_in_state")}
+
+
+def _row_cells(columns: list[str], row: tuple[Any, ...]) -> list[object]:
+    cells = [cell_text(c, v) for c, v in zip(columns, row, strict=True)]
+    for rate, (k, n) in RATE_COUNTS.items():
+        if rate in columns and k in columns and n in columns:
+            num, den = row[columns.index(k)], row[columns.index(n)]
+            if not (is_missing(num) or is_missing(den)):
+                cells[columns.index(rate)] = rate_of(int(num), int(den))
+    return cells
+
+
 def table_data(name: str, frame: pd.DataFrame) -> dict[str, Any]:
     """One analysis table as ``{name, columns, numeric, rows}``: each float cell is the text
     the report prints for it (``cell_text``), so the page never rounds a table again."""
     columns = [str(c) for c in frame.columns]
     numeric = [frame[c].dtype.kind in "biuf" for c in frame.columns]
-    rows = [[cell_text(c, v) for c, v in zip(columns, row, strict=True)]
-            for row in frame.itertuples(index=False, name=None)]
+    rows = [_row_cells(columns, row) for row in frame.itertuples(index=False, name=None)]
     return {"name": name, "columns": columns, "numeric": numeric, "rows": rows}
 
 

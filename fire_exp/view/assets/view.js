@@ -88,6 +88,11 @@
   const idOf = (i) => A[i][C.id] ||
     `${D.tasks[A[i][C.task]]}/${D.arms[A[i][C.arm]]}/r${A[i][C.replicate]}`;
   const byId = new Map(A.map((_, i) => [idOf(i), i]));
+  // Policy words (hooks, fired, the funnel, near-misses) only where an arm runs policies.
+  const POLICY = new Set(D.policyArms || []);
+  const anyPolicy = POLICY.size > 0;
+  const runsPolicies = (arm) => POLICY.has(arm);
+  const POLICY_TABLES = new Set(["funnel", "family_funnel", "near_miss"]);
   window.FIRE_ATTEMPT = function (i, data) {
     cache.set(i, data);
     (waiting.get(i) || []).forEach((w) => w.resolve(data));
@@ -112,10 +117,14 @@
   }
 
   // ---- search: commands, outputs and messages of every attempt, loaded on the first query ----
-  const texts = []; // per attempt: [commands, outputs, messages], lower-cased
+  // A query is words and "quoted phrases"; each must occur in one step (one command, one
+  // output, one message), never across two. Results are ranked: the whole query typed as one
+  // step first, then by how many steps and how often it matches; the snippet quotes the
+  // best-matching step.
+  const texts = []; // per attempt: [commands, outputs, messages], each a list of lower-cased steps
   let searchLoad = null;
   window.FIRE_SEARCH = function (k, rows) {
-    rows.forEach((r, j) => { texts[k * D.shard + j] = r.map((t) => t.toLowerCase()); });
+    rows.forEach((r, j) => { texts[k * D.shard + j] = r.map((steps) => steps.map((t) => t.toLowerCase())); });
   };
   function loadSearch() {
     if (!searchLoad) {
@@ -130,21 +139,48 @@
     return searchLoad;
   }
   const SCOPES = { everywhere: [0, 1, 2], commands: [0], outputs: [1], messages: [2] };
-  function searcher(query, scope) {
-    const terms = query.toLowerCase().split(/\s+/).filter(Boolean);
-    const parts = SCOPES[scope] || SCOPES.everywhere;
-    return (i) => {
-      const t = texts[i];
-      return !!t && terms.every((term) => parts.some((p) => t[p].includes(term)));
-    };
-  }
-  function snippet(i, query, scope) {
-    const term = query.toLowerCase().split(/\s+/).filter(Boolean)[0];
-    for (const p of SCOPES[scope] || SCOPES.everywhere) {
-      const at = texts[i][p].indexOf(term);
-      if (at >= 0) return "…" + texts[i][p].slice(Math.max(0, at - 30), at + 60).replace(/\s+/g, " ") + "…";
+  function queryTerms(query) {
+    const terms = [];
+    const re = /"([^"]*)"|(\S+)/g;
+    let m;
+    while ((m = re.exec(query.toLowerCase())) !== null) {
+      const t = m[1] !== undefined ? m[1].trim() : m[2];
+      if (t) terms.push(t);
     }
-    return "";
+    return terms;
+  }
+  const count = (text, term) => { let n = 0, at = -1; while ((at = text.indexOf(term, at + 1)) >= 0) n++; return n; };
+  // Score one attempt (0: no match), and the step its snippet quotes.
+  function scoreOf(i, terms, whole, parts) {
+    const t = texts[i];
+    if (!t || !terms.length) return null;
+    let best = null, score = 0;
+    const found = new Set();
+    for (const p of parts) {
+      t[p].forEach((step) => {
+        let hits = 0;
+        terms.forEach((term, k) => { const n = count(step, term); if (n) { found.add(k); hits += n; } });
+        if (!hits) return;
+        const exact = whole && step.includes(whole);
+        const mine = (exact ? 1e6 : 0) + (p === 0 ? 10 : 1) * hits;
+        score += mine;
+        if (!best || mine > best.score) best = { score: mine, step, term: exact ? whole : terms.find((x) => step.includes(x)) };
+      });
+    }
+    return found.size === terms.length ? { score, best } : null;
+  }
+  function searcher(query, scope) {
+    const terms = queryTerms(query);
+    const whole = query.replace(/"/g, "").trim().toLowerCase();
+    const parts = SCOPES[scope] || SCOPES.everywhere;
+    return (i) => scoreOf(i, terms, whole, parts);
+  }
+  function snippet(hit) {
+    if (!hit || !hit.best) return "";
+    const { step, term } = hit.best;
+    const at = step.indexOf(term);
+    const from = Math.max(0, at - 30), to = Math.min(step.length, at + term.length + 60);
+    return (from ? "…" : "") + step.slice(from, to).replace(/\s+/g, " ") + (to < step.length ? "…" : "");
   }
 
   // ---- overview: the preregistered contrasts first ------------------------------------------
@@ -177,14 +213,47 @@
   function passRateTable() {
     const t = analysisTable("pass_rates");
     if (!t) return null;
-    const cohorts = [...new Set(t.rows.map((r) => t.get(r, "cohort")))];
+    const seen = [...new Set(t.rows.map((r) => t.get(r, "cohort")))];
+    const cohorts = [...seen.filter((c) => c === D.primary.cohort), ...seen.filter((c) => c !== D.primary.cohort)];
+    const tasksIn = (c) => Math.max(...t.rows.filter((r) => t.get(r, "cohort") === c).map((r) => t.get(r, "n_tasks") || 0));
     const rows = D.arms.filter((a) => t.rows.some((r) => t.get(r, "arm") === a)).map((arm) =>
       [arm, ...cohorts.map((c) => {
         const r = t.rows.find((x) => t.get(x, "arm") === arm && t.get(x, "cohort") === c);
         return r ? `${pct(t.get(r, "pass_rate_pct"))} [${pct(t.get(r, "ci_low_pct"))}, ${pct(t.get(r, "ci_high_pct"))}]` : "–";
       })]);
     return el("section", {}, el("h2", {}, "Pass rate (%) per arm and cohort, 95 % CI"),
-      table(["arm", ...cohorts], rows));
+      table(["arm", ...cohorts.map((c) => `${c} (${tasksIn(c)} tasks)${c === D.primary.cohort ? " · primary" : ""}`)], rows));
+  }
+  // What each arm changes, as the run's prereg.json froze it, with the frozen items' hashes.
+  function armsSection() {
+    if (!D.design || !D.design.length) return null;
+    const role = (arm) => [arm === D.primary.a ? "primary (first)" : null, arm === D.primary.b ? "primary (second)" : null].filter(Boolean).join("");
+    return el("section", { id: "arms" }, el("h2", {}, "Arms: what each one changes"),
+      el("p", { class: "muted" }, anyPolicy ? "Frozen in the run's prereg.json; policies: the registered arm whose policies run (none: no policy)."
+        : "Frozen in the run's prereg.json. No arm of this panel runs a policy."),
+      table(["arm", "in the primary", "what it changes", ...(anyPolicy ? ["policies"] : []), "description", "frozen items (SHA-256 prefix)"],
+        D.design.map((d) => [d.arm, role(d.arm) || "–", d.changes.join("; "), ...(anyPolicy ? [d.policies] : []), d.description || "–",
+          d.items.length ? el("span", {}, d.items.map(([item, sha]) => el("div", {}, item + " ", el("code", {}, sha)))) : "–"]), "data arms"));
+  }
+  // A sequential plan: every look (a task completed under both arms), its e-value, and why
+  // the run stopped (its stopped.json).
+  function sequentialSection() {
+    const q = D.sequential;
+    if (!q) return null;
+    if (q.decision === null || q.decision === undefined) {
+      return el("section", { id: "sequential" }, el("h2", {}, "Sequential test"), el("p", { class: "warn" }, fmt(q.note)));
+    }
+    const e = (v) => (typeof v === "number" ? (v >= 1000 ? v.toExponential(2) : fixed(v, 3)) : fmt(v));
+    return el("section", { id: "sequential" }, el("h2", {}, "Sequential test (the primary result)"),
+      dl([["rule", `${q.method} e-process on ${q.contrast} (${q.cohort}), stop at e ≥ ${q.threshold}` +
+          (q.futility_e_below ? `; futility at e ≤ ${q.futility_e_below} after ${q.futility_min_tasks} tasks` : "")],
+        ["decision", q.line], ["why the run stopped", q.stop_line || (q.stop_reason ? q.stop_reason : "it did not stop early (ran to its end, or is running)")],
+        ["stop reason", q.stop_reason || "–"],
+        ["tasks tested / completed / in the frozen order", `${q.tasks_tested} / ${q.tasks_completed} / ${q.tasks_in_order}`],
+        ["task order from", q.task_order_from]]),
+      q.fixed_size_after_optional_stop ? el("p", { class: "muted" }, "The fixed-size tables were computed after an optional stop: their p-values and intervals are descriptive.") : null,
+      folded(`${q.path.length} looks: the e-value after each task`, table(["look", "task", `Δ ${q.contrast} (points)`, "e-value"],
+        q.path.map((x, k) => [k + 1, x.task, signed(100 * x.difference), e(x.e_value)]), "data looks"), q.path.length <= 40));
   }
   function renderOverview() {
     const p = D.prereg;
@@ -207,13 +276,13 @@
     const figures = el("section", { class: "figures" }, el("h2", {}, "Figures"),
       D.figures.map((f) => el("figure", {}, el("img", { src: f.src, alt: f.name }),
         el("figcaption", {}, f.name))));
-    const open = new Set(["contrasts", "funnel", "near_miss"]);
+    const open = new Set(["contrasts", ...(anyPolicy ? ["funnel", "near_miss"] : [])]);
     const tables = el("section", {}, el("h2", {}, "Tables of the analysis"),
-      D.tables.map((t) => el("details", { class: "table", open: open.has(t.name) || null,
+      D.tables.filter((t) => anyPolicy || !POLICY_TABLES.has(t.name)).map((t) => el("details", { class: "table", open: open.has(t.name) || null,
         id: "table-" + t.name }, el("summary", {}, `${t.name} (${t.rows.length} rows)`),
         el("div", { class: "scroll" }, table(t.columns, t.rows, "data", t.numeric)))));
-    show(el("h1", {}, D.title), el("p", { class: "muted" }, D.source), headline(), passRateTable(),
-      el("div", { class: "cols" }, prereg, analysis), figures, tables);
+    show(el("h1", {}, D.title), el("p", { class: "muted" }, D.source), sequentialSection(), headline(), passRateTable(),
+      armsSection(), el("div", { class: "cols" }, prereg, analysis), figures, tables);
   }
 
   // ---- task x arm grid ----------------------------------------------------------------------
@@ -248,12 +317,15 @@
   }
   function renderGrid(params) {
     const cells = new Map(D.grid.map(([t, a, s, n]) => [t * D.arms.length + a, [s, n]]));
-    const contrast = D.contrasts.find((c) => c.name === params.get("contrast")) || null;
+    // The grid opens on the primary contrast and its cohort; "none" and "every" choose neither.
+    const asked = params.has("contrast") ? params.get("contrast") : D.primary.contrast;
+    const contrast = D.contrasts.find((c) => c.name === asked) || null;
     const cohortNames = [...D.cohorts, "all"];
-    const cohort = params.get("cohort") || "";
+    const askedCohort = params.has("cohort") ? params.get("cohort") : D.primary.cohort;
+    const cohort = askedCohort === "every" ? "" : askedCohort || "";
     const sort = params.get("sort") || "";
     const warn = [];
-    if (params.get("contrast") && !contrast) warn.push(`contrast "${params.get("contrast")}" is not in the plan`);
+    if (asked && asked !== "none" && !contrast) warn.push(`contrast "${asked}" is not in the plan`);
     if (cohort && !cohortNames.includes(cohort)) warn.push(`cohort "${cohort}" is not in this run`);
     const inCohort = (t) => !cohort || cohort === "all" || D.cohorts[D.taskCohort[t]] === cohort;
     const diffs = contrast ? D.tasks.map((_, t) => taskDiff(cells, t, contrast)) : null;
@@ -293,8 +365,8 @@
     const pick = (k, values, current, label) => el("label", {}, label + " ", el("select", { name: k, onchange: (e) => set(k, e.target.value) },
       values.map(([v, text]) => el("option", { value: v, selected: v === current || null }, text))));
     const controls = el("form", { class: "filters", onsubmit: (e) => e.preventDefault() },
-      pick("contrast", [["", "none"], ...D.contrasts.map((c) => [c.name, `${c.name} (${c.role})`])], contrast ? contrast.name : "", "paired difference"),
-      pick("cohort", [["", "every cohort"], ...cohortNames.map((c) => [c, c])], cohort, "cohort"),
+      pick("contrast", [["none", "none"], ...D.contrasts.map((c) => [c.name, `${c.name} (${c.role})`])], contrast ? contrast.name : "none", "paired difference"),
+      pick("cohort", [["every", "every cohort"], ...cohortNames.map((c) => [c, c === D.primary.cohort ? `${c} (the primary's)` : c])], cohort || "every", "cohort"),
       contrast ? pick("sort", [["", "by cohort"], ["diff", "largest Δ first"], ["diff-up", "smallest Δ first"]], sort, "order") : null);
     show(el("h1", {}, "Tasks × arms"),
       el("p", { class: "muted" }, "Passed / scored attempts of each task under each arm " +
@@ -312,13 +384,22 @@
     ["family", D.families, (r, v) => r[C.families].some((f) => D.families[f] === v)],
     ["outcome", ["passed", "failed"], (r, v) => (r[C.passed] === 1) === (v === "passed")],
     ["cause", ["none", ...D.causes], (r, v) => (v === "none" ? r[C.cause] === null : D.causes[r[C.cause]] === v)],
-    ["fired", ["yes", "no"], (r, v) => r[C.fired] !== null && (r[C.fired] === 1) === (v === "yes")],
-    ["near_miss", ["yes", "no"], (r, v) => r[C.near_miss] !== null && (r[C.near_miss] === 1) === (v === "yes")],
+    ...(anyPolicy ? [
+      ["fired", ["yes", "no"], (r, v) => r[C.fired] !== null && (r[C.fired] === 1) === (v === "yes")],
+      ["near_miss", ["yes", "no"], (r, v) => r[C.near_miss] !== null && (r[C.near_miss] === 1) === (v === "yes")]] : []),
   ];
   const SORTABLE = { reward: C.reward, tokens: C.tokens, cost: C.cost, duration: C.duration };
-  const HEADERS = [["attempt"], ["task"], ["arm"], ["cohort"], ["outcome"], ["reward", "reward"],
-    ["tokens", "tokens"], ["cost USD", "cost"], ["seconds", "duration"], ["cause"], ["fired"], ["risky state"],
-    ["behavior"], ["near-miss"], ["families"], ["flags"]];
+  // The list's columns: [header, sort key, cell]; the funnel's only where policies run.
+  const COLUMNS = [["task", null, (r) => D.tasks[r[C.task]]], ["arm", null, (r) => D.arms[r[C.arm]]],
+    ["cohort", null, (r) => D.cohorts[r[C.cohort]]], ["outcome", null, (r) => outcome(r)],
+    ["reward", "reward", (r) => unknown(r[C.reward]), "num"], ["tokens", "tokens", (r) => unknown(r[C.tokens]), "num"],
+    ["cost USD", "cost", (r) => unknown(r[C.cost]), "num"], ["seconds", "duration", (r) => unknown(r[C.duration]), "num"],
+    ["cause", null, (r) => (r[C.cause] === null ? "none" : D.causes[r[C.cause]])],
+    ...(anyPolicy ? [["fired", null, (r) => yesno(r[C.fired])], ["risky state", null, (r) => yesno(r[C.state])],
+      ["behavior", null, (r) => yesno(r[C.behavior])], ["near-miss", null, (r) => yesno(r[C.near_miss])]] : []),
+    ["families", null, (r) => r[C.families].map((f) => D.families[f]).join(", ") || "–", "families"],
+    ["flags", null, (r) => [r[C.valid] ? null : "invalid", r[C.replaced] ? "replaced" : null].filter(Boolean).join(", ") || "–"]];
+  const HEADERS = [["attempt"], ...COLUMNS.map(([label, key]) => [label, key])];
   function renderAttempts(params) {
     const task = params.get("task") || "";
     const query = (params.get("q") || "").trim();
@@ -332,10 +413,17 @@
     const unknownValues = active.filter(([name, values]) => !values.includes(params.get(name)))
       .map(([name, values]) => `${name} "${params.get(name)}" is not in this run (known: ${values.join(", ") || "none"})`);
     if (task && !D.tasks.includes(task)) unknownValues.push(`task "${task}" is not in this run`);
-    const matches = query ? searcher(query, scope) : null;
-    const match = A.map((r, i) => i).filter((i) => (!task || D.tasks[A[i][C.task]] === task) &&
-      active.every(([name, , test]) => test(A[i], params.get(name))) && (!matches || matches(i)));
+    const scoring = query ? searcher(query, scope) : null;
+    const hits = new Map();
+    const match = A.map((r, i) => i).filter((i) => {
+      if ((task && D.tasks[A[i][C.task]] !== task) || !active.every(([name, , test]) => test(A[i], params.get(name)))) return false;
+      if (!scoring) return true;
+      const hit = scoring(i);
+      if (hit) hits.set(i, hit);
+      return !!hit;
+    });
     const sortKey = params.get("sort");
+    if (scoring && !(sortKey in SORTABLE)) match.sort((x, y) => hits.get(y).score - hits.get(x).score || x - y);
     if (sortKey in SORTABLE) {
       const col = SORTABLE[sortKey], dir = params.get("dir") === "asc" ? 1 : -1;
       // Unknown values sort last either way.
@@ -366,7 +454,7 @@
       location.hash = "attempts?" + next;
     } },
     el("label", {}, "search ", el("input", { type: "search", name: "q", id: "search", value: query,
-      placeholder: "sqlite3 evidence/ (every word)", size: 28 })),
+      placeholder: 'sqlite3 evidence/ or "an exact phrase"', size: 28 })),
     el("select", { name: "in" }, Object.keys(SCOPES).map((s) => el("option", { value: s, selected: s === scope || null }, s === "everywhere" ? "in commands, outputs, messages" : "in " + s))),
     el("button", { type: "submit" }, "search"),
     FILTERS.filter(([, values]) => values.length).map(([name, values]) => el("label", {}, name.replace("_", "-") + " ",
@@ -379,16 +467,9 @@
       el("button", { type: "button", onclick: () => change("task", "") }, "×")) : null);
     const rows = match.slice(0, shown).map((i) => {
       const r = A[i];
-      const flags = [r[C.valid] ? null : "invalid", r[C.replaced] ? "replaced" : null].filter(Boolean);
       return el("tr", { "data-index": i }, el("td", {}, el("a", { href: "#attempt/" + i }, idOf(i)),
-        query ? el("div", { class: "snippet" }, snippet(i, query, scope)) : null),
-        el("td", {}, D.tasks[r[C.task]]), el("td", {}, D.arms[r[C.arm]]), el("td", {}, D.cohorts[r[C.cohort]]),
-        el("td", {}, outcome(r)), el("td", { class: "num" }, unknown(r[C.reward])),
-        el("td", { class: "num" }, unknown(r[C.tokens])), el("td", { class: "num" }, unknown(r[C.cost])),
-        el("td", { class: "num" }, unknown(r[C.duration])),
-        el("td", {}, r[C.cause] === null ? "none" : D.causes[r[C.cause]]), el("td", {}, yesno(r[C.fired])),
-        el("td", {}, yesno(r[C.state])), el("td", {}, yesno(r[C.behavior])), el("td", {}, yesno(r[C.near_miss])),
-        el("td", {}, r[C.families].map((f) => D.families[f]).join(", ") || "–"), el("td", {}, flags.join(", ") || "–"));
+        query ? el("div", { class: "snippet" }, snippet(hits.get(i))) : null),
+      COLUMNS.map(([, , cell, cls]) => el("td", { class: cls || "" }, cell(r))));
     });
     const more = match.length > shown ? el("button", { type: "button", id: "more",
       onclick: () => { const n = new URLSearchParams(params); n.set("show", shown + PAGE); location.hash = "attempts?" + n; } },
@@ -398,12 +479,12 @@
         label + (sortKey === key ? (params.get("dir") === "asc" ? " ▲" : " ▼") : " ⇅")) : label));
     show(el("h1", {}, "Attempts"), controls,
       unknownValues.length ? el("p", { class: "warn", id: "unknown-filter" }, unknownValues.join("; ")) : null,
-      el("p", { id: "count" }, `${match.length} of ${A.length} attempts` + (query ? ` (search: ${query}, ${scope})` : "")),
+      el("p", { id: "count" }, `${match.length} of ${A.length} attempts` + (query ? ` (search: ${query}, ${scope}; best match first)` : "")),
       el("table", { class: "data", id: "attempt-list" }, el("thead", {}, el("tr", {}, header)), el("tbody", {}, rows)), more);
   }
 
   const { renderAttempt, renderCompare } = window.FIRE_ATTEMPT_PAGES({ D, A, C, el, show, fmt,
-    unknown, yesno, pre, folded, hashLink, dl, table, idOf, byId, loadAttempt, outcome,
+    unknown, yesno, pre, folded, hashLink, dl, table, idOf, byId, loadAttempt, outcome, runsPolicies,
     current: () => token });
 
   // ---- routing ------------------------------------------------------------------------------------
