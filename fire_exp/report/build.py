@@ -145,8 +145,11 @@ def render_report(result: AnalysisResult, out: Path | str) -> Report:
     plan = result.plan
     source = Path(str(result.metadata.get("source")))
     run = source.parent if source.name == "attempts.jsonl" else source
-    head = (f"# Report: {source}\n\nanalysis plan {plan.name} (seed {plan.seed}); every "
-            f"attempt in the browser: `fire-exp view {run}`\n\n")
+    # Named from the run's folder, not this machine's: a report travels with a paper.
+    named = f"{run.name}/{source.name}" if run != source else source.name
+    head = (f"# Report: {named}\n\nanalysis plan {plan.name} (seed {plan.seed}); every "
+            f"attempt in the browser: `fire-exp view {run.name}` (from the folder holding "
+            "the run)\n\n")
     if banner:
         head += f"> **Partial run: {banner}**\n\n"
     if result.sequential is not None:  # the primary result of a sequential plan

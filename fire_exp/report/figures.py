@@ -22,7 +22,7 @@ from matplotlib.figure import Figure  # noqa: E402
 from fire_exp.analysis import arms_in_order  # noqa: E402
 
 __all__ = ["ARM_LABELS", "arm_style", "arms_in_order", "figure_cohorts", "pass_rate_figure",
-           "save", "styled"]
+           "pass_rate_title", "save", "styled"]
 
 ARM_LABELS = {"real": "real policy", "sham": "triggered sham", "always_verify": "always verify",
               "reconsider": "reconsider", "baseline": "baseline"}
@@ -78,6 +78,18 @@ def figure_cohorts(cohorts: list[str], primary: str) -> tuple[str, ...]:
     return tuple(dict.fromkeys(chosen)) or (("all",) if "all" in present else tuple(cohorts[:1]))
 
 
+def pass_rate_title(arms: list[str], reference: str) -> str:
+    """Figure 1's title: it names the dashed arm only when the panel has it.
+
+    >>> pass_rate_title(["agents_md", "no_file"], "no_file")
+    'Pass rate per arm (dashed: no_file)'
+    >>> pass_rate_title(["agents_md", "no_file"], "baseline")
+    'Pass rate per arm'
+    """
+    return "Pass rate per arm" + (f" (dashed: {ARM_LABELS.get(reference, reference)})"
+                                  if reference in arms else "")
+
+
 def pass_rate_figure(pass_rates: pd.DataFrame, out: Path, cohorts: tuple[str, ...] =
                      ("eligible", "silent"), reference: str = "baseline") -> list[Path]:
     """FIRE's Figure 1: pass rate per arm with 95 % task-bootstrap intervals, per cohort.
@@ -119,8 +131,6 @@ def pass_rate_figure(pass_rates: pd.DataFrame, out: Path, cohorts: tuple[str, ..
         else:
             ax.legend(loc="lower center", bbox_to_anchor=(0.5, 1.0), ncol=len(cohorts),
                       frameon=False)
-        dashed = f" (dashed: {ARM_LABELS.get(reference, reference)})" \
-            if reference in arms else ""
-        ax.set_title(f"Pass rate per arm{dashed}", pad=6 if wide else 18)
+        ax.set_title(pass_rate_title(arms, reference), pad=6 if wide else 18)
         fig.tight_layout()
         return save(fig, out)

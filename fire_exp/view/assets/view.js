@@ -393,9 +393,9 @@
   const COLUMNS = [["task", null, (r) => D.tasks[r[C.task]]], ["arm", null, (r) => D.arms[r[C.arm]]],
     ["cohort", null, (r) => D.cohorts[r[C.cohort]]], ["outcome", null, (r) => outcome(r)],
     ["reward", "reward", (r) => unknown(r[C.reward]), "num"], ["tokens", "tokens", (r) => unknown(r[C.tokens]), "num"],
-    ["cost USD", "cost", (r) => unknown(r[C.cost]), "num"], ["seconds", "duration", (r) => unknown(r[C.duration]), "num"],
+    ["cost $", "cost", (r) => unknown(r[C.cost]), "num"], ["seconds", "duration", (r) => unknown(r[C.duration]), "num"],
     ["cause", null, (r) => (r[C.cause] === null ? "none" : D.causes[r[C.cause]])],
-    ...(anyPolicy ? [["fired", null, (r) => yesno(r[C.fired])], ["risky state", null, (r) => yesno(r[C.state])],
+    ...(anyPolicy ? [["fired", null, (r) => yesno(r[C.fired])], ["state", null, (r) => yesno(r[C.state])],
       ["behavior", null, (r) => yesno(r[C.behavior])], ["near-miss", null, (r) => yesno(r[C.near_miss])]] : []),
     ["families", null, (r) => r[C.families].map((f) => D.families[f]).join(", ") || "–", "families"],
     ["flags", null, (r) => [r[C.valid] ? null : "invalid", r[C.replaced] ? "replaced" : null].filter(Boolean).join(", ") || "–"]];
