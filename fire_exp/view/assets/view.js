@@ -467,7 +467,9 @@
       el("button", { type: "button", onclick: () => change("task", "") }, "×")) : null);
     const rows = match.slice(0, shown).map((i) => {
       const r = A[i];
-      return el("tr", { "data-index": i }, el("td", {}, el("a", { href: "#attempt/" + i }, idOf(i)),
+      // The id may break after a "/" (a <wbr>: no character added), so the list fits.
+      const id = idOf(i).split("/").flatMap((part, k) => (k ? [el("wbr"), "/" + part] : [part]));
+      return el("tr", { "data-index": i }, el("td", { class: "id" }, el("a", { href: "#attempt/" + i }, id),
         query ? el("div", { class: "snippet" }, snippet(hits.get(i))) : null),
       COLUMNS.map(([, , cell, cls]) => el("td", { class: cls || "" }, cell(r))));
     });
