@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from fire_exp.analysis import arms_in_order, parse_contrast
-from fire_exp.report.design import arm_designs, policy_arms
+from fire_exp.report.design import arm_designs, policy_arms, runs_policies
 from fire_exp.view.attempt import attempt_detail, is_near_miss
 from fire_exp.view.collect import Redact, RunData, format_cell, table_data, without_machine_paths
 from fire_exp.view.figures import draw_figures
@@ -153,6 +153,20 @@ def _contrasts(data: RunData, arms: list[str]) -> list[dict[str, str]]:
             if a in arms and b in arms]
 
 
+POLICY_TABLES = ("funnel", "family_funnel", "near_miss")  # what policies did
+POLICY_COLUMNS = ("tasks_fired",)
+
+
+def _tables(data: RunData) -> list[dict[str, Any]]:
+    """The analysis' tables; of a panel whose arms run no policy, without the funnel's."""
+    res = data.result
+    policies = runs_policies(res)
+    return [table_data(n, f if policies else f.drop(columns=[c for c in POLICY_COLUMNS
+                                                           if c in f.columns]))
+            for n, f in res.tables().items()
+            if not f.empty and (policies or n not in POLICY_TABLES)]
+
+
 def _design(data: RunData) -> dict[str, Any]:
     """The panel's design as the pages word it: each arm's changes and frozen items, which
     arms run policies, the primary contrast's pair and cohort, the sequential test."""
@@ -202,7 +216,7 @@ def build_index(data: RunData, figures: list[Path], out: Path) -> dict[str, Any]
         "metadata": json.loads(json.dumps(dict(plan_meta), default=str)),
         "notes": list(res.notes), "contrasts": _contrasts(data, names["arms"]),
         **_design(data),
-        "tables": [table_data(n, f) for n, f in res.tables().items() if not f.empty],
+        "tables": _tables(data),
         "figures": [{"name": p.stem, "src": p.relative_to(out).as_posix()} for p in figures],
         **names, "taskCohort": [lk["cohorts"][cohort_of[t]] for t in tasks],
         "grid": _grid(data, lk["tasks"], lk["arms"]), "columns": COLUMNS,

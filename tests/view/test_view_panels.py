@@ -38,7 +38,8 @@ _TASKS = ("panel.eligible=[recover-wal-orders,replace-terms-exact]",
 PANELS = {"demo": (), "fire-mini": _TASKS, "agents-md": _TASKS,
           # a cap of 14 attempts stops the 20 scheduled: the run writes stopped.json
           "fire-mini-sequential": (*_TASKS, "panel.budget_attempts=14")}
-POLICY_WORDS = re.compile(r"\b(fired|near-miss|near_miss|funnel|hook)", re.IGNORECASE)
+# (not "deploy-git-hook", a task's name)
+POLICY_WORDS = re.compile(r"(?<![\w-])(fired|near-miss|near_miss|funnel|hooks?)\b", re.IGNORECASE)
 
 
 @dataclass(frozen=True)
@@ -173,6 +174,8 @@ def test_the_pages_speak_of_the_panels_own_arms(browser, built):
     names = {t.name for t in built.report.tables}
     assert {"funnel", "near_miss", "funnel_family"} <= names if policy else \
         not names & {"funnel", "near_miss", "funnel_family"}
+    if not policy:
+        assert "fired" not in json.dumps(index["tables"])
     report_md = (built.report.out / "report.md").read_text(encoding="utf-8")
     assert bool(POLICY_WORDS.search(report_md)) == policy
     if policy:  # a small denominator is shown
@@ -220,7 +223,7 @@ def test_the_primary_comes_first(browser, built):
     task = value("task")
     assert cohort == "all" or att[att["task"] == task]["cohort"].iloc[0] == cohort
     _open(browser, built.url(), "#headline")
-    head = browser.find_element("css selector", "main section:nth-of-type(2) th:nth-child(2)")
+    head = browser.find_element("css selector", "#pass-rates th:nth-child(2)")
     assert head.text.startswith(cohort)
 
 

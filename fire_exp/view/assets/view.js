@@ -221,7 +221,7 @@
         const r = t.rows.find((x) => t.get(x, "arm") === arm && t.get(x, "cohort") === c);
         return r ? `${pct(t.get(r, "pass_rate_pct"))} [${pct(t.get(r, "ci_low_pct"))}, ${pct(t.get(r, "ci_high_pct"))}]` : "–";
       })]);
-    return el("section", {}, el("h2", {}, "Pass rate (%) per arm and cohort, 95 % CI"),
+    return el("section", { id: "pass-rates" }, el("h2", {}, "Pass rate (%) per arm and cohort, 95 % CI"),
       table(["arm", ...cohorts.map((c) => `${c} (${tasksIn(c)} tasks)${c === D.primary.cohort ? " · primary" : ""}`)], rows));
   }
   // What each arm changes, as the run's prereg.json froze it, with the frozen items' hashes.
