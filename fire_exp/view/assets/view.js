@@ -389,15 +389,18 @@
       ["near_miss", ["yes", "no"], (r, v) => r[C.near_miss] !== null && (r[C.near_miss] === 1) === (v === "yes")]] : []),
   ];
   const SORTABLE = { reward: C.reward, tokens: C.tokens, cost: C.cost, duration: C.duration };
+  // Text that may wrap after each ``sep`` (a <wbr>: no character added), so the list fits.
+  const breakable = (text, sep) => (text ? el("span", {}, text.split(sep).flatMap((part, k) =>
+    (k ? [el("wbr"), sep + part] : [part]))) : "");
   // The list's columns: [header, sort key, cell]; the funnel's only where policies run.
-  const COLUMNS = [["task", null, (r) => D.tasks[r[C.task]]], ["arm", null, (r) => D.arms[r[C.arm]]],
+  const COLUMNS = [["task", null, (r) => breakable(D.tasks[r[C.task]], "-"), "wrap"], ["arm", null, (r) => D.arms[r[C.arm]]],
     ["cohort", null, (r) => D.cohorts[r[C.cohort]]], ["outcome", null, (r) => outcome(r)],
     ["reward", "reward", (r) => unknown(r[C.reward]), "num"], ["tokens", "tokens", (r) => unknown(r[C.tokens]), "num"],
     ["cost $", "cost", (r) => unknown(r[C.cost]), "num"], ["seconds", "duration", (r) => unknown(r[C.duration]), "num"],
     ["cause", null, (r) => (r[C.cause] === null ? "none" : D.causes[r[C.cause]])],
     ...(anyPolicy ? [["fired", null, (r) => yesno(r[C.fired])], ["state", null, (r) => yesno(r[C.state])],
       ["behavior", null, (r) => yesno(r[C.behavior])], ["near-miss", null, (r) => yesno(r[C.near_miss])]] : []),
-    ["families", null, (r) => r[C.families].map((f) => D.families[f]).join(", ") || "–", "families"],
+    ["families", null, (r) => breakable(r[C.families].map((f) => D.families[f]).join(", "), "_") || "–", "families"],
     ["flags", null, (r) => [r[C.valid] ? null : "invalid", r[C.replaced] ? "replaced" : null].filter(Boolean).join(", ") || "–"]];
   const HEADERS = [["attempt"], ...COLUMNS.map(([label, key]) => [label, key])];
   function renderAttempts(params) {
@@ -467,9 +470,7 @@
       el("button", { type: "button", onclick: () => change("task", "") }, "×")) : null);
     const rows = match.slice(0, shown).map((i) => {
       const r = A[i];
-      // The id may break after a "/" (a <wbr>: no character added), so the list fits.
-      const id = idOf(i).split("/").flatMap((part, k) => (k ? [el("wbr"), "/" + part] : [part]));
-      return el("tr", { "data-index": i }, el("td", { class: "id" }, el("a", { href: "#attempt/" + i }, id),
+      return el("tr", { "data-index": i }, el("td", { class: "id" }, el("a", { href: "#attempt/" + i }, breakable(idOf(i), "/")),
         query ? el("div", { class: "snippet" }, snippet(hits.get(i))) : null),
       COLUMNS.map(([, , cell, cls]) => el("td", { class: cls || "" }, cell(r))));
     });
