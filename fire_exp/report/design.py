@@ -79,7 +79,7 @@ def _declared(result: AnalysisResult, arm: str) -> ArmDesign | None:
     changes = tuple(c.strip() for c in str(row["changes"]).split(";") if c.strip())
     named = [c.split(":", 1)[1].strip() for c in changes if c.startswith("policies:")]
     policies = named[0] if named else "none"
-    prefixes = (f"arm:{arm}", f"arm_file:{arm}:")
+    prefixes: tuple[str, ...] = (f"arm:{arm}", f"arm_file:{arm}:")
     if policies != "none":
         prefixes += _PRESET_ITEMS.get(policies, ("policy:",))
     return ArmDesign(arm, True, policies, changes, str(row["description"]),
