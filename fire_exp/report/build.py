@@ -35,6 +35,7 @@ from fire_exp.report.render import (
     write_tables,
 )
 from fire_exp.report.rounding import fixed
+from fire_exp.report.sequential import looks_table
 from fire_exp.report.suite import suite_table, transitions_table
 from fire_exp.report.tables import (
     contrasts_table,
@@ -135,6 +136,8 @@ def render_report(result: AnalysisResult, out: Path | str) -> Report:
     tables = [build(result) for build in TABLE_BUILDERS
               if policies or build not in POLICY_TABLES]
     tables.insert(1, arm_design_table(result))
+    looks = looks_table(result)
+    tables[1:1] = [looks] if looks is not None else []
     tables += [ablation_table(result.ablation)] if not result.ablation.empty else []
     tables += [arm_changes_table(result.arm_changes)] if not result.arm_changes.empty else []
     banner = result.status.message if result.status.partial else ""

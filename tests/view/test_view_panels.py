@@ -261,14 +261,18 @@ def _quote(text: str) -> str:
 
 def test_a_sequential_panel_shows_its_looks_and_why_it_stopped(browser, built):
     seq = built.index["sequential"]
+    names = {t.name for t in built.report.tables}
     if built.panel != "fire-mini-sequential":
-        assert seq is None
+        assert seq is None and "sequential_looks" not in names
         return
+    looks_table = built.report.table("sequential_looks")
+    assert [row[1] for row in looks_table.rows] == [x["task"] for x in seq["path"]]
     stop = json.loads((built.run / "stopped.json").read_text())
     assert stop["reason"] == "budget_attempts"
     _open(browser, built.url(), "#sequential")
     text = _text(browser, "#sequential")
     assert stop["line"] in text and seq["line"] in text
+    assert any(stop["line"] in n for n in looks_table.notes)
     looks = browser.find_elements("css selector", "#sequential table.looks tbody tr")
     assert len(looks) == len(seq["path"]) > 0
     assert [r.find_elements("css selector", "td")[1].text for r in looks] == \
