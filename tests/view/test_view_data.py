@@ -66,7 +66,7 @@ def test_the_site_holds_no_secret_and_no_raw_markup(site):
 
 
 def test_the_site_needs_no_network(site):
-    for name in ("index.html", "view.js", "attempt.js", "view.css"):
+    for name in ("index.html", "view.js", "attempt.js", "search.js", "view.css"):
         text = (site / name).read_text(encoding="utf-8")
         assert "http://" not in text and "https://" not in text and "//cdn" not in text
 
