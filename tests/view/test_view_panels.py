@@ -75,11 +75,21 @@ def built(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFacto
                        f"results_dir={results}", "run=r")
         assert proc.returncode == 0, proc.stderr
         run = results / panel / "r"
+        _verifier_names_the_box(run)
     data = collect(run)
     out = tmp_path_factory.mktemp(f"site-{panel}")
     write_site(data, out, secret_redactor())
     report = report_build.render_report(data.result, tmp_path_factory.mktemp(f"rep-{panel}"))
     return Built(panel, run, results, data, report, out)
+
+
+def _verifier_names_the_box(run: Path) -> None:
+    """Make the first attempt's verifier print a missing file by its path on this machine,
+    as a local-environment verifier does (``No such file or directory: '/…/box/work/…'``)."""
+    out = sorted(run.glob("attempts/*/*/r0/logs/verifier/test-stdout.txt"))[0]
+    box = out.parents[2].resolve() / "box" / "work"
+    with out.open("a", encoding="utf-8") as f:
+        f.write(f"No such file or directory: '{box}/missing-output.txt'\n")
 
 
 def _open(browser: Any, url: str, ready: str, width: int = 1280) -> None:
@@ -301,8 +311,9 @@ def test_the_box_names_its_folders(built):
         for rest in re.findall(r"/box/work/([\w./-]+)", out.read_text(errors="replace")):
             assert f"{task_workdir(built.data.task_dir(task))}/{rest}" in site
             leaked += 1
+    assert leaked or built.panel == "demo"  # the other runs' fixture made one verifier print it
     if not leaked:
-        pytest.skip("no verifier output of this run names the working folder")
+        pytest.skip("no verifier output of the demo run names the working folder")
 
 
 PAGES = [("overview", "", "#headline"), ("grid", "grid", "#grid a.cell"),
