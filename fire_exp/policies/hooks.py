@@ -18,9 +18,10 @@ Payload shapes are read by :mod:`fire_exp.policies.tool_payloads`. The combined 
 is answered in the shape of reference/hooks.md: a ``deny`` at PreToolUse as
 ``hookSpecificOutput.permissionDecision``; an ``instruct`` at Stop as ``{"decision":
 "block", "reason": ...}`` (never with an empty reason); an ``instruct`` elsewhere as
-``hookSpecificOutput.additionalContext``; ``allow`` as no output. Codex accepts only a deny
-from a PreToolUse hook, so for Codex an instruction raised there is held in the session
-state and delivered with the same tool's PostToolUse. The bridge
+``hookSpecificOutput.additionalContext``; ``allow`` as no output. For Codex an instruction
+raised at PreToolUse is held in the session state and delivered with the same tool's
+PostToolUse (Codex 0.163 would take it alone at PreToolUse, but drops it beside an allow;
+docs/agents.md, *Hook protocols*). The bridge
 never blocks an agent because of itself: a policy error fails open, and malformed input
 or a portfolio that does not load (or does not match its manifest) answers nothing; all
 are written to the activity log, where the validity guard finds them.

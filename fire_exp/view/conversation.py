@@ -19,6 +19,7 @@ import json
 from collections.abc import Iterable
 from typing import Any
 
+from fire_exp.agents.coding_agents.dialect import unwrap_shell
 from fire_exp.agents.tool_calls import assistant_message
 from fire_exp.policies.tool_payloads import EDIT_TOOLS
 
@@ -144,7 +145,9 @@ def codex_messages(rows: Iterable[dict[str, Any]]) -> list[Message]:
         elif what == "reasoning":
             out.append(_message("assistant", str(item.get("text", "")), label="reasoning"))
         elif what == "command_execution":
-            out.append(_message("assistant", commands=[str(item.get("command", ""))]))
+            # bare, as the command log has it (Codex shows ``/bin/bash -lc '…'``)
+            out.append(_message("assistant",
+                                commands=[unwrap_shell(str(item.get("command", "")))]))
         elif what == "file_change":
             paths = [str(c.get("path")) for c in item.get("changes") or []
                      if isinstance(c, dict) and c.get("path")]

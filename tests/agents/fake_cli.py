@@ -1,10 +1,16 @@
 #!/usr/bin/env python3
 """A stand-in for `claude -p` and `codex exec` in tests: it runs the hooks it is given.
 
-It follows the CLIs' documented behaviour closely enough to test the wiring: it reads the
-hook settings (`--settings FILE`, or `$CODEX_HOME/hooks.json`), runs each matching hook
-command with the documented stdin, honours a PreToolUse deny and a Stop block, runs the
-scripted commands with bash, and prints stream-json (Claude) or `--json` events (Codex).
+It follows the CLIs' behaviour closely enough to test the wiring: it reads the hook
+settings (`--settings FILE`, or `$CODEX_HOME/hooks.json`), runs each matching hook command
+with the CLI's stdin, honours a PreToolUse deny and a Stop block, runs the scripted commands
+with bash, and prints stream-json (Claude) or `--json` events (Codex).
+
+Versions followed: Claude Code 2.0 (its documented shapes); codex-cli 0.163.0 as observed
+(reference/real-cli.md): the call id as `tool_use_id`, a Bash PostToolUse `tool_response`
+that is the plain output (no exit code, also for a failed command), `--json` commands shown
+as `/bin/bash -lc '…'` with `item.started` before `item.completed`, no item for a denied
+call, and no event naming the model.
 The script comes from $FAKE_CLI_SCRIPT: {"commands": [...], "after_nudge": [...],
 "exit": 0}.
 """
@@ -12,6 +18,7 @@ The script comes from $FAKE_CLI_SCRIPT: {"commands": [...], "after_nudge": [...]
 import json
 import os
 import re
+import shlex
 import subprocess
 import sys
 
@@ -59,7 +66,8 @@ def fire(event, fields):
 
 
 def run(command, n):
-    tool = {"tool_name": "Bash", "tool_input": {"command": command}, "tool_use_id": f"t{n}"}
+    call_id = f"call_{n}" if CODEX else f"t{n}"
+    tool = {"tool_name": "Bash", "tool_input": {"command": command}, "tool_use_id": call_id}
     pre = fire("PreToolUse", tool)
     spec = (pre or {}).get("hookSpecificOutput", {})
     if spec.get("permissionDecision") == "deny":
@@ -68,14 +76,18 @@ def run(command, n):
         proc = subprocess.run(["bash", "-c", command], capture_output=True, text=True)
         output, code = proc.stdout + proc.stderr, proc.returncode
         response = ({"stdout": proc.stdout, "stderr": proc.stderr, "interrupted": False,
-                     "isImage": False} if not CODEX else
-                    f"Exit code: {code}\nWall time: 0 seconds\nOutput:\n{output}")
+                     "isImage": False} if not CODEX else output)
         fire("PostToolUse", tool | {"tool_response": response})
     if CODEX:
-        if code is not None:
+        if code is not None:  # a denied call has no item
+            shown = f"/bin/bash -lc {shlex.quote(command)}"
+            emit({"type": "item.started", "item": {
+                "id": f"item_{n}", "type": "command_execution", "command": shown,
+                "aggregated_output": "", "exit_code": None, "status": "in_progress"}})
             emit({"type": "item.completed", "item": {
-                "id": f"item_{n}", "type": "command_execution", "command": command,
-                "aggregated_output": output, "exit_code": code, "status": "completed"}})
+                "id": f"item_{n}", "type": "command_execution", "command": shown,
+                "aggregated_output": output, "exit_code": code,
+                "status": "completed" if code == 0 else "failed"}})
     else:
         emit({"type": "assistant", "message": {"model": "claude-fake-1", "content": [
             {"type": "tool_use", "id": f"t{n}", "name": "Bash", "input": {"command": command}}]}})
@@ -112,9 +124,9 @@ def main():
             n += 1
             run(command, n)
     if CODEX:
-        emit({"type": "turn.completed", "usage": {"input_tokens": 1200,
-                                                  "cached_input_tokens": 0,
-                                                  "output_tokens": 300}})
+        emit({"type": "turn.completed", "usage": {
+            "input_tokens": 1200, "cached_input_tokens": 0, "cache_write_input_tokens": 0,
+            "output_tokens": 300, "reasoning_output_tokens": 0}})
     else:
         emit({"type": "result", "subtype": "success", "is_error": False, "num_turns": n + 1,
               "result": "Done.", "total_cost_usd": 0.0123,
