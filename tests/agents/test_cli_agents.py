@@ -79,7 +79,8 @@ def test_claude_code_runs_with_hooks_and_is_read_back(monkeypatch, fake_key, run
               .read_text().splitlines()]
     assert [(e["family"], e["decision"]) for e in events] == [("database_evidence", "deny")]
     settings = json.loads((tmp_path / "attempt" / "hooks" / "claude-settings.json").read_text())
-    assert set(settings["hooks"]) == {"UserPromptSubmit", "PreToolUse", "PostToolUse", "Stop"}
+    assert set(settings["hooks"]) == {"UserPromptSubmit", "PreToolUse", "PostToolUse",
+                                      "PostToolUseFailure", "Stop"}
     for path in (tmp_path / "attempt").rglob("*"):
         if path.is_file():
             assert FAKE_KEY.encode() not in path.read_bytes(), path

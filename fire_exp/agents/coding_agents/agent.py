@@ -216,7 +216,8 @@ class CodingCliAgent:
             if target is not None:
                 transport = env.hook_transport(self._endpoint(target, files))
                 settings = settings_document(session.runtime.families, transport.command,
-                                             self.dialect.tool_matcher, self.hook_timeout_s)
+                                             self.dialect.tool_matcher, self.hook_timeout_s,
+                                             cli=self.dialect.hook_protocol)
                 record = files.hooks / self.dialect.settings_file()
                 record.parent.mkdir(parents=True, exist_ok=True)
                 record.write_text(json.dumps(settings, indent=1))  # what the CLI was given

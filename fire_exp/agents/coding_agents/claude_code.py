@@ -22,7 +22,7 @@ from fire_exp.agents.coding_agents.dialect import (
     json_objects,
 )
 from fire_exp.policies.hook_settings import MATCHERS
-from fire_exp.policies.tool_payloads import EDIT_TOOLS, edit_paths
+from fire_exp.policies.tool_payloads import EDIT_TOOLS, command_exit, edit_paths
 
 SETTINGS = "claude-settings.json"
 
@@ -119,12 +119,26 @@ def parse_claude_stream(lines: Iterable[str]) -> CliTranscript:
             if obj.get("is_error"):
                 out.errors.append(str(obj.get("result") or obj.get("subtype") or "error"))
     for tool_id in order:
-        output, is_error = results.get(tool_id, ("", False))
         command, paths = pending[tool_id]
-        # Only a successful result shows the tool ran: a denied call's result is an error.
-        ran = True if tool_id in results and not is_error else None
-        out.commands.append(CliCommand(command, output, 1 if is_error else 0, is_error, paths,
-                                       tool_use_id=tool_id, ran=ran))
+        out.commands.append(_command(tool_id, command, paths, results.get(tool_id)))
     return out
+
+
+def _command(tool_id: str, command: str, paths: tuple[str, ...],
+             result: tuple[str, bool] | None) -> CliCommand:
+    """One call with its result: a success, or an error with the command's exit code.
+
+    Only a result a run gives shows the tool ran: a success, or a command's ``Exit code
+    N``; a denied call's result is an error too (``PreToolUse:Bash hook error: ...``).
+    """
+    output, is_error = result or ("", False)
+    if not is_error:
+        return CliCommand(command, output, 0, False, paths, tool_use_id=tool_id,
+                          ran=True if result else None)
+    failed = None if paths else command_exit(output)
+    if failed is None:
+        return CliCommand(command, output, 1, True, paths, tool_use_id=tool_id)
+    return CliCommand(command, failed[0], failed[1], True, paths, tool_use_id=tool_id,
+                      ran=True)
 
 
