@@ -103,6 +103,8 @@ def call(event: str, shape: str, command: str, output: str, code: int) -> dict[s
     if hook_event(event, shape, code) == "PostToolUseFailure":
         return fixture(CLAUDE_FAILURE, session="s1", event="PostToolUseFailure",
                        command=command, output=output, exit_code=code)
+    if event == "Stop" and shape == "claude-code-2.1":  # with last_assistant_message
+        return fixture("claude-code-2.1.332__Stop.json", session="s1", event=event)
     if event == "PostToolUse":
         return fixture(cli_file, session="s1", event=event, command=command, output=output,
                        exit_code=code)
