@@ -1,44 +1,97 @@
 """Codex as a dialect: ``codex exec --json``, hooks in a private ``CODEX_HOME``.
 
-Output (``--json``): ``item.completed`` events whose item is a ``command_execution``
-(``command``, ``aggregated_output``, ``exit_code``) or a ``file_change`` (``changes: [{path,
-kind}]``); ``turn.completed`` events carry ``usage`` (``input_tokens``,
-``cached_input_tokens``, ``output_tokens``); ``thread.started`` / ``session.created`` /
-``turn.started`` may name the model; ``turn.failed`` and ``error`` report failures.
+Output (``--json``, codex-cli 0.163): ``item.completed`` events whose item is a
+``command_execution`` (``command`` shown as ``/bin/bash -lc '…'``, unwrapped here to the bare
+command the hook payloads carry; ``aggregated_output``, ``exit_code``) or a ``file_change``
+(``changes: [{path, kind}]``, absolute paths); ``turn.completed`` carries ``usage``
+(``input_tokens``, cached included, ``cached_input_tokens``, ``output_tokens``); no event names
+the model. A top-level ``error`` event is a warning ("Reconnecting... 1/5" of a retry Codex
+recovers from): the run is judged by how its turn ended, ``turn.completed`` or
+``turn.failed``. A call a hook denied is absent; the rollout file has it
+(``codex_rollout``), and :class:`CodexAgent` brings that file home.
+
+PreToolUse ``additionalContext``: Codex 0.163 takes it alone (a developer message before the
+tool's output) but drops it silently next to ``permissionDecision "allow"``; fire-exp keeps
+delivering a policy's context at PostToolUse, as for Claude Code, so one arm reaches both
+CLIs the same way (``policies/hooks.render``).
 """
 
 from __future__ import annotations
 
 import json
 import os
+import shlex
 import tomllib
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from fire_exp.agents.coding_agents.agent import CodingCliAgent
-from fire_exp.agents.coding_agents.dialect import CliCommand, CliTranscript, as_dict, json_objects
+from fire_exp.agents.coding_agents.codex_catalog import catalog_for
+from fire_exp.agents.coding_agents.codex_rollout import merge_rollout, rollout_calls
+from fire_exp.agents.coding_agents.dialect import (
+    CliCommand,
+    CliEndpoint,
+    CliTranscript,
+    as_dict,
+    json_objects,
+    unwrap_shell,
+)
+from fire_exp.agents.session import AgentSession
+from fire_exp.attempt_paths import AttemptPaths
+from fire_exp.environments.base import CapturedExec, Environment
+from fire_exp.environments.failure import EnvironmentFailure
 from fire_exp.policies.hook_settings import CODEX_HOOKS_FEATURE, MATCHERS
 
 HOME = "codex-home"
+ROLLOUT_MAX = 8 << 20
 # Hooks on, by the canonical feature key (policies/hook_settings.CODEX_HOOKS_FEATURE).
 CONFIG_TOML = f"[features]\n{CODEX_HOOKS_FEATURE} = true\n"
+PROVIDER = "fire"  # the custom model provider an ``agent.base_url`` becomes
+CATALOG = "fire-models.json"
+
+
+def _toml_string(value: str) -> str:
+    """``value`` as a TOML basic string (JSON's escapes are TOML's)."""
+    return json.dumps(value)
+
+
+def provider_toml(base_url: str, api_key_env: str, catalog: str | None) -> str:
+    """``config.toml`` with the hooks flag and a custom Responses-API provider at
+    ``base_url`` (Codex 0.163 ignores ``OPENAI_BASE_URL`` and refuses ``wire_api =
+    "chat"``); the key is read from ``api_key_env`` (sent as ``Authorization: Bearer``),
+    never written here. ``catalog``: the ``model_catalog_json`` file, if any."""
+    top = f"model_provider = {_toml_string(PROVIDER)}\n"
+    if catalog is not None:
+        top += f"model_catalog_json = {_toml_string(catalog)}\n"
+    return (f"{top}\n{CONFIG_TOML}\n[model_providers.{PROVIDER}]\n"
+            f"name = {_toml_string(PROVIDER)}\nbase_url = {_toml_string(base_url)}\n"
+            f'wire_api = "responses"\nenv_key = {_toml_string(api_key_env)}\n')
 
 
 class Codex:
-    """The Codex dialect (checked against codex-cli 0.130).
+    """The Codex dialect (checked against codex-cli 0.163).
 
     Codex skips untrusted hooks silently, so ``args`` should trust them
     (``--dangerously-bypass-hook-trust``); the activity log shows whether they ran.
+
+    Args:
+        host_binary: the Codex binary on this machine that the box runs (the wheel's, or
+            the mounted one); its bundled catalogue gives a model it does not know the
+            metadata of :data:`~fire_exp.agents.coding_agents.codex_catalog.TEMPLATE`.
     """
 
     target = "codex"
     hook_protocol = "codex"
     tool_matcher = MATCHERS["codex"]
-    checked_version = "0.130"
+    checked_version = "0.163"
     default_binary = "codex"
-    install_hint = "npm install -g @openai/codex"
+    install_hint = "pip install 'fire-exp[codex]'"
     reports_denied_calls = False
+    default_key_env = "OPENAI_API_KEY"
+
+    def __init__(self, host_binary: str | None = None) -> None:
+        self.host_binary = host_binary
 
     def files(self, agent_dir: str, settings: Mapping[str, Any] | None) -> dict[str, bytes]:
         files = {f"{agent_dir}/{HOME}/config.toml": CONFIG_TOML.encode()}
@@ -48,6 +101,29 @@ class Codex:
 
     def settings_file(self) -> str:
         return f"{HOME}/hooks.json"
+
+    def endpoint(self, agent_dir: str, base_url: str | None, model: str | None,
+                 api_key_env: str) -> CliEndpoint:
+        """A custom provider in ``config.toml`` (nothing for Codex's own endpoint), and,
+        for a model outside the binary's catalogue, a ``model_catalog_json`` entry so it
+        still gets ``apply_patch`` (``codex_catalog``)."""
+        if base_url is None:
+            return CliEndpoint()
+        files: dict[str, bytes] = {}
+        catalog_path = None
+        if model:
+            if self.host_binary is None:
+                raise EnvironmentFailure(
+                    f"agent=codex: no Codex binary on this machine to read model {model!r}'s "
+                    "metadata from; install fire-exp[codex] or set agent.binary / "
+                    "agent.install.host_binary")
+            catalog = catalog_for(model, self.host_binary)
+            if catalog is not None:
+                catalog_path = f"{agent_dir}/{HOME}/{CATALOG}"
+                files[catalog_path] = catalog
+        toml = provider_toml(base_url, api_key_env, catalog_path)
+        files[f"{agent_dir}/{HOME}/config.toml"] = toml.encode()
+        return CliEndpoint(files=files)
 
     def env(self, agent_dir: str) -> dict[str, str]:
         return {"CODEX_HOME": f"{agent_dir}/{HOME}"}
@@ -76,16 +152,51 @@ class CodexAgent(CodingCliAgent):
     """Codex CLI, headless (``codex exec --json``), with the arm's policies as hooks.
 
     The hooks go to a private ``CODEX_HOME`` (``hooks.json`` plus a ``config.toml`` that
-    enables them); authenticate with a variable in ``env_passthrough`` (``CODEX_API_KEY``).
+    enables them); ``base_url`` becomes a custom provider there, its key read from
+    ``api_key_env`` (default ``OPENAI_API_KEY``).
     """
 
     name = "codex"
     dialect = Codex()
 
+    def _make_dialect(self) -> Codex:
+        return Codex(host_binary=self.host_binary)
+
+    def _fetch_output(self, env: Environment, run: CapturedExec) -> None:
+        """The captured output, and the rollout file of the run (redacted, at most
+        :data:`ROLLOUT_MAX` bytes) as ``ATTEMPT/logs/agent/codex-rollout.jsonl``."""
+        super()._fetch_output(env, run)
+        sessions = f"{env.paths.agent}/{HOME}/sessions"
+        found = env.run(f"find {shlex.quote(sessions)} -type f -name 'rollout-*.jsonl' "
+                        "2>/dev/null | sort | tail -n 1", timeout=30.0)
+        path = found.stdout.strip()
+        if found.exit_code != 0 or not path:
+            return
+        try:
+            data = env.read_file(path)[:ROLLOUT_MAX]
+        except EnvironmentFailure:
+            return
+        rollout_path(env.files).write_text(env.redactor.text(data.decode("utf-8", "replace")))
+
+    def _transcript(self, session: AgentSession) -> CliTranscript:
+        """The ``--json`` output with the rollout's denied calls and call ids merged in."""
+        transcript = super()._transcript(session)
+        path = rollout_path(session.env.files)
+        if not path.is_file():
+            return transcript
+        calls = rollout_calls(path.read_text(errors="replace").splitlines())
+        return merge_rollout(transcript, calls)
+
+
+def rollout_path(files: AttemptPaths) -> Path:
+    """Where an attempt's Codex rollout file is brought home."""
+    return files.agent_logs / "codex-rollout.jsonl"
+
 
 def parse_codex_json(lines: Iterable[str]) -> CliTranscript:
-    """Parse ``codex exec --json`` output."""
+    """Parse ``codex exec --json`` output (see the module docstring)."""
     out = CliTranscript()
+    warnings: list[str] = []
     for obj in json_objects(lines):
         kind = obj.get("type")
         item = as_dict(obj.get("item"))
@@ -94,7 +205,8 @@ def parse_codex_json(lines: Iterable[str]) -> CliTranscript:
             code = item.get("exit_code")
             code = code if isinstance(code, int) else None
             out.commands.append(CliCommand(
-                str(item.get("command", "")), str(item.get("aggregated_output") or ""),
+                unwrap_shell(str(item.get("command", ""))),
+                str(item.get("aggregated_output") or ""),
                 code, item.get("status") not in (None, "completed"),
                 ran=True if code is not None else None))  # an exit status: it ran
         elif kind == "item.completed" and item.get("type") == "file_change":
@@ -108,9 +220,13 @@ def parse_codex_json(lines: Iterable[str]) -> CliTranscript:
             out.input_tokens += int(usage.get("input_tokens") or 0)
             out.cached_input_tokens += int(usage.get("cached_input_tokens") or 0)
             out.output_tokens += int(usage.get("output_tokens") or 0)
-        elif kind in ("turn.failed", "error"):
+        elif kind == "turn.failed":
             error = as_dict(obj.get("error")) or obj
             out.errors.append(str(error.get("message") or kind))
+        elif kind == "error":
+            warnings.append(str(obj.get("message") or kind))
+    if not out.finished and not out.errors:  # no turn ended: the last warning says why
+        out.errors += warnings[-1:]
     return out
 
 
