@@ -28,6 +28,7 @@ from fire_exp.policies.hooks import load_arm_families
 from fire_exp.records import Cause, record_to_line
 from fire_exp.runner.attempt import AttemptSpec
 from tests.agents.agent_support import FAKE_KEY, KEY_ENV, RunFn
+from tests.ci import missing
 
 FAKE = Path(__file__).with_name("fake_cli.py")
 ROOT = Path(__file__).resolve().parents[2]
@@ -51,7 +52,7 @@ def test_a_missing_cli_fails_the_environment_and_names_the_binary(agent_cls, bin
     record = run_task("csv-column-stats", "real", agent)
     assert record.cause is Cause.ENVIRONMENT_FAILED and record.reward is None
     assert f"`{binary}-not-installed-here` executable was not found" in record.error
-    assert "npm install -g" in record.error and "agent.binary=" in record.error
+    assert "pip install 'fire-exp[" in record.error and "agent.binary=" in record.error
 
 
 def test_claude_code_runs_with_hooks_and_is_read_back(monkeypatch, fake_key, run_task: RunFn,
@@ -190,11 +191,32 @@ def test_preflight_reads_the_cli_version() -> None:
 def test_preflight_without_the_cli_says_how_to_install_it(agent_class: type,
                                                           monkeypatch: pytest.MonkeyPatch,
                                                           tmp_path: Path) -> None:
+    from fire_exp.agents.coding_agents import packaged
     from fire_exp.errors import PreflightError
 
     monkeypatch.setenv("PATH", str(tmp_path))
-    with pytest.raises(PreflightError, match=r"not found on PATH \(install it \(npm install"):
+    monkeypatch.setattr(packaged, "WHEELS", {})  # as on a machine without the extra
+    with pytest.raises(PreflightError,
+                       match=r"not found on PATH \(install it \(pip install 'fire-exp\["):
         agent_class().preflight()
+
+
+@pytest.mark.parametrize("agent_class,package", [(ClaudeCodeAgent, "claude_agent_sdk"),
+                                                 (CodexAgent, "codex_cli_bin")])
+def test_with_no_binary_setting_the_agent_finds_the_installed_wheels_cli(
+        agent_class: type, package: str, monkeypatch: pytest.MonkeyPatch,
+        tmp_path: Path) -> None:
+    from fire_exp.agents.coding_agents.packaged import wheel_binary
+
+    found = wheel_binary(agent_class.name)
+    if found is None:
+        missing(f"the {package} wheel (pip install 'fire-exp[{agent_class.name}]')")
+    monkeypatch.setenv("PATH", str(tmp_path))  # nothing on PATH: the wheel alone
+    agent = agent_class()
+    assert agent.binary == found and f"/{package}/" in found
+    assert agent.install.spec.host_binary == found  # and Docker mounts that same file
+    agent.preflight()
+    assert agent.version.split()[0] in ("codex-cli", "2.1.332")
 
 
 def test_a_run_without_codex_on_path_refuses_to_start(tmp_path: Path) -> None:
@@ -203,12 +225,13 @@ def test_a_run_without_codex_on_path_refuses_to_start(tmp_path: Path) -> None:
     (bin_dir / "python3").symlink_to(sys.executable)
     proc = subprocess.run(
         [sys.executable, "-m", "fire_exp", "run", "panel=demo", "agent=codex",
-         f"results_dir={tmp_path / 'results'}"], capture_output=True, text=True, cwd=ROOT,
+         "agent.binary=codex", f"results_dir={tmp_path / 'results'}"],
+        capture_output=True, text=True, cwd=ROOT,
         timeout=300, env=os.environ | {"PATH": str(bin_dir), "PYTHONPATH": str(ROOT)})
     assert proc.returncode == 2
     assert proc.stderr.strip().splitlines()[-1].startswith(
         "fire-exp run: error: agent=codex: the `codex` executable was not found on PATH")
-    assert "npm install -g @openai/codex" in proc.stderr
+    assert "pip install 'fire-exp[codex]'" in proc.stderr
     assert not (tmp_path / "results").exists()  # nothing was recorded
 
 

@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from fire_exp.agents.coding_agents import CliCommand, CliTranscript, CodingCliAgent
+from fire_exp.agents.coding_agents import CliCommand, CliEndpoint, CliTranscript, CodingCliAgent
 from fire_exp.agents.coding_agents.dialect import json_objects
 from tests.agents.agent_support import RunFn
 
@@ -33,6 +33,7 @@ class ToyCli:
     default_binary = "toy-cli"
     install_hint = "it ships with fire-exp's tests"
     reports_denied_calls = True  # its output has a {"denied": CMD} line
+    default_key_env = "TOY_API_KEY"
 
     def files(self, agent_dir: str, settings: Mapping[str, Any] | None) -> dict[str, bytes]:
         if settings is None:
@@ -44,6 +45,10 @@ class ToyCli:
 
     def env(self, agent_dir: str) -> dict[str, str]:
         return {}
+
+    def endpoint(self, agent_dir: str, base_url: str | None, model: str | None,
+                 api_key_env: str) -> CliEndpoint:
+        return CliEndpoint(env={"TOY_BASE_URL": base_url} if base_url else {})
 
     def argv(self, binary: str, instruction: str, *, workdir: str, agent_dir: str,
              model: str | None, args: Sequence[str], hooked: bool) -> list[str]:

@@ -17,7 +17,7 @@ from fire_exp.agents.coding_agents.claude_code import (
     parse_claude_stream,
 )
 from fire_exp.agents.coding_agents.codex import Codex, CodexAgent, parse_codex_json
-from fire_exp.agents.coding_agents.dialect import CliCommand, CliDialect, CliTranscript
+from fire_exp.agents.coding_agents.dialect import CliCommand, CliDialect, CliEndpoint, CliTranscript
 
 __all__ = [
     "BridgeTarget",
@@ -25,6 +25,7 @@ __all__ = [
     "ClaudeCodeAgent",
     "CliCommand",
     "CliDialect",
+    "CliEndpoint",
     "CliTranscript",
     "Codex",
     "CodexAgent",

@@ -31,6 +31,7 @@ environment) the CLI must be on this machine's PATH.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import shlex
@@ -46,15 +47,16 @@ import numpy as np
 
 import fire_exp
 from fire_exp.agents.base import AgentOutcome, ProviderError
-from fire_exp.agents.coding_agents.dialect import CliDialect, CliTranscript
+from fire_exp.agents.coding_agents.dialect import CliDialect, CliTranscript, endpoint_hostport
 from fire_exp.agents.coding_agents.evidence import Reconciliation, channel_tamper, reconcile
+from fire_exp.agents.coding_agents.packaged import host_binary
 from fire_exp.agents.session import AgentSession, AttemptContext
 from fire_exp.agents.transcript import price_tokens
 from fire_exp.attempt_paths import AttemptPaths
 from fire_exp.environments.agent_install import AgentInstall, InstallSpec
 from fire_exp.environments.base import Capability, CapturedExec, Environment, EnvironmentFailure
 from fire_exp.environments.hook_transport import HookEndpoint, HookTransport
-from fire_exp.errors import PreflightError
+from fire_exp.errors import InputError, PreflightError
 from fire_exp.policies.hook_answerer import HookAnswerer
 from fire_exp.policies.hook_settings import hook_command, settings_document
 from fire_exp.policies.hook_store import ActivitySummary, read_activity
@@ -64,6 +66,7 @@ from fire_exp.records import Cause, Usage
 from fire_exp.tasks.model import Task
 
 _PACKAGE_PARENT = str(Path(fire_exp.__file__).resolve().parent.parent)
+_NO_KEY = "fire-exp-no-key"
 _KEPT = 4000
 _CHECK_S = 30.0
 
@@ -95,6 +98,18 @@ def _protocol(name: str) -> Cli:
     return cast(Cli, name)
 
 
+def _base_url(value: str | None, where: str) -> str | None:
+    """``agent.base_url``: None, or an http(s) URL with a host (refused where it enters)."""
+    if value in (None, ""):
+        return None
+    try:
+        endpoint_hostport(str(value))
+    except ValueError as exc:
+        raise InputError(where, "base_url", str(exc),
+                         "set agent.base_url=http://HOST:PORT/v1 (or https://...)") from None
+    return str(value).rstrip("/")
+
+
 def hook_warning(summary: ActivitySummary, target: BridgeTarget | None) -> str | None:
     """What the validity guard needs to know about the hooks of this attempt."""
     if target is None:
@@ -112,8 +127,18 @@ class CodingCliAgent:
     A subclass names the agent and its :attr:`dialect` (``ClaudeCodeAgent``, ``CodexAgent``).
 
     Args:
-        binary: the executable (a name on PATH or a path; None: the dialect's usual name).
+        binary: the executable (a name on PATH or a path; None: the binary of the
+            installed wheel, ``fire-exp[codex]`` / ``fire-exp[claude-code]``, else the
+            dialect's usual name on PATH).
         model: the model to ask for (None: the CLI's default).
+        base_url: the model endpoint (None: the CLI's own); the dialect points the CLI
+            at it (:meth:`CliDialect.endpoint`) and its ``host:port`` joins the egress
+            allow-list.
+        api_key_env: the variable of this process holding the endpoint's key (None: the
+            dialect's, ``OPENAI_API_KEY`` / ``ANTHROPIC_API_KEY``); passed to the CLI,
+            never written to a file. Unset with a ``base_url``: the CLI gets a placeholder
+            (a local server takes any key).
+        ca_bundle: a PEM file of CAs the CLI must trust for ``base_url`` (None: the box's).
         args: further command-line arguments.
         env_passthrough: names of this process's variables the CLI gets (its key); every
             other variable stays out.
@@ -137,18 +162,37 @@ class CodingCliAgent:
                  args: Sequence[str] = (), env_passthrough: Sequence[str] = (),
                  prices: dict[str, dict[str, float]] | None = None, hook_timeout_s: int = 60,
                  tier: str | None = None, install: dict[str, Any] | None = None,
-                 egress: Sequence[str] = (), user: str | None = "fire-agent") -> None:
-        self.binary = binary or self.dialect.default_binary
+                 egress: Sequence[str] = (), user: str | None = "fire-agent",
+                 base_url: str | None = None, api_key_env: str | None = None,
+                 ca_bundle: str | None = None) -> None:
+        where = f"configs/agent/{self.name}.yaml"
+        self.host_binary = host_binary(self.name, binary)  # None: not on this machine
+        self.binary = binary or self.host_binary or self.dialect.default_binary
+        self.dialect = self._make_dialect()
         self.model, self.args = model, list(args)
+        self.base_url = _base_url(base_url, where)
+        self.api_key_env = api_key_env or self.dialect.default_key_env
+        self.ca_bundle = ca_bundle
         self.env_passthrough = list(env_passthrough)
         self.prices = dict(prices or {})
         self.hook_timeout_s = hook_timeout_s
         self.tier = tier
         self.version = ""  # the CLI's --version, once preflight() ran
-        self.install = AgentInstall(self.name, self.binary, InstallSpec.from_config(
-            install, f"configs/agent/{self.name}.yaml"))
+        self.install = AgentInstall(self.name, self.binary, self._install_spec(
+            InstallSpec.from_config(install, where), explicit=binary is not None))
         self.egress = list(egress)
         self.user = user
+
+    def _make_dialect(self) -> CliDialect:
+        """The dialect this agent runs (a subclass may build one that knows its binary)."""
+        return self.dialect
+
+    def _install_spec(self, spec: InstallSpec, explicit: bool) -> InstallSpec:
+        """No install method and no ``binary:`` setting: the wheel's binary goes into the
+        box by read-only mount (a box without a registry still gets the CLI)."""
+        if spec.method != "none" or explicit or self.host_binary is None:
+            return spec
+        return dataclasses.replace(spec, host_binary=self.host_binary)
 
     # before the panel, before the box ------------------------------------------------
 
@@ -220,17 +264,20 @@ class CodingCliAgent:
                 record = files.hooks / self.dialect.settings_file()
                 record.parent.mkdir(parents=True, exist_ok=True)
                 record.write_text(json.dumps(settings, indent=1))  # what the CLI was given
-            for path, data in self.dialect.files(agent_dir, settings).items():
+            endpoint = self.dialect.endpoint(agent_dir, self.base_url, self.model,
+                                             self.api_key_env)
+            for path, data in (self.dialect.files(agent_dir, settings) | endpoint.files).items():
                 env.write_file(path, data)
             extra = passed | dict(transport.env if transport else {}) | \
-                self.dialect.env(agent_dir)
-            # The model endpoint: the agent's list, and any *_BASE_URL variable it passes.
-            allowed = self.egress + [v for k, v in passed.items() if k.endswith("_BASE_URL")]
-            egress = env.open_egress(allowed, files.egress_log)
+                self.dialect.env(agent_dir) | endpoint.env
+            if endpoint.key_as and self.api_key_env in passed:
+                extra[endpoint.key_as] = passed[self.api_key_env]
+            egress = env.open_egress(self._allowed(passed), files.egress_log)
             if egress is not None:
                 extra |= egress.variables
             argv = self.dialect.argv(binary, session.instruction, workdir=env.paths.workdir,
-                                     agent_dir=agent_dir, model=self.model, args=self.args,
+                                     agent_dir=agent_dir, model=self.model,
+                                     args=[*self.args, *endpoint.args],
                                      hooked=settings is not None)
             run = env.exec_captured(shlex.join(argv), timeout=max(session.time_left(), 1.0),
                                     env=extra)
@@ -295,7 +342,22 @@ class CodingCliAgent:
             f"{self.dialect.default_binary}`")
 
     def _passed(self) -> dict[str, str]:
-        return {k: os.environ[k] for k in self.env_passthrough if k in os.environ}
+        """The variables the CLI gets from this process: ``env_passthrough`` and the key
+        variable (a placeholder for an endpoint of ours that needs none)."""
+        names = [*self.env_passthrough, self.api_key_env]
+        passed = {k: os.environ[k] for k in names if k in os.environ}
+        if self.base_url is not None and self.api_key_env not in passed:
+            passed[self.api_key_env] = _NO_KEY
+        return passed
+
+    def _allowed(self, passed: Mapping[str, str]) -> list[str]:
+        """The endpoints the CLI may reach: the agent's list, ``base_url``'s host:port, and
+        any ``*_BASE_URL`` variable it passes."""
+        allowed = list(self.egress)
+        urls = [v for k, v in passed.items() if k.endswith("_BASE_URL")]
+        if self.base_url is not None:
+            allowed.append(endpoint_hostport(self.base_url))
+        return allowed + urls
 
     def _fetch_output(self, env: Environment, run: CapturedExec) -> None:
         """Bring the CLI's recorded output home, redacted."""

@@ -16,6 +16,7 @@ from typing import Any
 from fire_exp.agents.coding_agents.agent import CodingCliAgent
 from fire_exp.agents.coding_agents.dialect import (
     CliCommand,
+    CliEndpoint,
     CliTranscript,
     as_dict,
     content_text,
@@ -35,8 +36,9 @@ class ClaudeCode:
     tool_matcher = MATCHERS["claude-code"]
     checked_version = "2.0"
     default_binary = "claude"
-    install_hint = "npm install -g @anthropic-ai/claude-code"
+    install_hint = "pip install 'fire-exp[claude-code]'"
     reports_denied_calls = True
+    default_key_env = "ANTHROPIC_API_KEY"
 
     def files(self, agent_dir: str, settings: Mapping[str, Any] | None) -> dict[str, bytes]:
         if settings is None:
@@ -45,6 +47,14 @@ class ClaudeCode:
 
     def settings_file(self) -> str:
         return SETTINGS
+
+    def endpoint(self, agent_dir: str, base_url: str | None, model: str | None,
+                 api_key_env: str) -> CliEndpoint:
+        """``ANTHROPIC_BASE_URL`` for ``base_url``; the key always as ``ANTHROPIC_API_KEY``
+        (the only variable Claude Code reads it from)."""
+        env = {"ANTHROPIC_BASE_URL": base_url} if base_url else {}
+        key_as = None if api_key_env == self.default_key_env else self.default_key_env
+        return CliEndpoint(env=env, key_as=key_as)
 
     def env(self, agent_dir: str) -> dict[str, str]:
         return {}

@@ -17,28 +17,65 @@ from pathlib import Path
 from typing import Any
 
 from fire_exp.agents.coding_agents.agent import CodingCliAgent
-from fire_exp.agents.coding_agents.dialect import CliCommand, CliTranscript, as_dict, json_objects
+from fire_exp.agents.coding_agents.codex_catalog import catalog_for
+from fire_exp.agents.coding_agents.dialect import (
+    CliCommand,
+    CliEndpoint,
+    CliTranscript,
+    as_dict,
+    json_objects,
+)
+from fire_exp.environments.failure import EnvironmentFailure
 from fire_exp.policies.hook_settings import CODEX_HOOKS_FEATURE, MATCHERS
 
 HOME = "codex-home"
 # Hooks on, by the canonical feature key (policies/hook_settings.CODEX_HOOKS_FEATURE).
 CONFIG_TOML = f"[features]\n{CODEX_HOOKS_FEATURE} = true\n"
+PROVIDER = "fire"  # the custom model provider an ``agent.base_url`` becomes
+CATALOG = "fire-models.json"
+
+
+def _toml_string(value: str) -> str:
+    """``value`` as a TOML basic string (JSON's escapes are TOML's)."""
+    return json.dumps(value)
+
+
+def provider_toml(base_url: str, api_key_env: str, catalog: str | None) -> str:
+    """``config.toml`` with the hooks flag and a custom Responses-API provider at
+    ``base_url`` (Codex 0.163 ignores ``OPENAI_BASE_URL`` and refuses ``wire_api =
+    "chat"``); the key is read from ``api_key_env`` (sent as ``Authorization: Bearer``),
+    never written here. ``catalog``: the ``model_catalog_json`` file, if any."""
+    top = f"model_provider = {_toml_string(PROVIDER)}\n"
+    if catalog is not None:
+        top += f"model_catalog_json = {_toml_string(catalog)}\n"
+    return (f"{top}\n{CONFIG_TOML}\n[model_providers.{PROVIDER}]\n"
+            f"name = {_toml_string(PROVIDER)}\nbase_url = {_toml_string(base_url)}\n"
+            f'wire_api = "responses"\nenv_key = {_toml_string(api_key_env)}\n')
 
 
 class Codex:
-    """The Codex dialect (checked against codex-cli 0.130).
+    """The Codex dialect (checked against codex-cli 0.163).
 
     Codex skips untrusted hooks silently, so ``args`` should trust them
     (``--dangerously-bypass-hook-trust``); the activity log shows whether they ran.
+
+    Args:
+        host_binary: the Codex binary on this machine that the box runs (the wheel's, or
+            the mounted one); its bundled catalogue gives a model it does not know the
+            metadata of :data:`~fire_exp.agents.coding_agents.codex_catalog.TEMPLATE`.
     """
 
     target = "codex"
     hook_protocol = "codex"
     tool_matcher = MATCHERS["codex"]
-    checked_version = "0.130"
+    checked_version = "0.163"
     default_binary = "codex"
-    install_hint = "npm install -g @openai/codex"
+    install_hint = "pip install 'fire-exp[codex]'"
     reports_denied_calls = False
+    default_key_env = "OPENAI_API_KEY"
+
+    def __init__(self, host_binary: str | None = None) -> None:
+        self.host_binary = host_binary
 
     def files(self, agent_dir: str, settings: Mapping[str, Any] | None) -> dict[str, bytes]:
         files = {f"{agent_dir}/{HOME}/config.toml": CONFIG_TOML.encode()}
@@ -48,6 +85,29 @@ class Codex:
 
     def settings_file(self) -> str:
         return f"{HOME}/hooks.json"
+
+    def endpoint(self, agent_dir: str, base_url: str | None, model: str | None,
+                 api_key_env: str) -> CliEndpoint:
+        """A custom provider in ``config.toml`` (nothing for Codex's own endpoint), and,
+        for a model outside the binary's catalogue, a ``model_catalog_json`` entry so it
+        still gets ``apply_patch`` (``codex_catalog``)."""
+        if base_url is None:
+            return CliEndpoint()
+        files: dict[str, bytes] = {}
+        catalog_path = None
+        if model:
+            if self.host_binary is None:
+                raise EnvironmentFailure(
+                    f"agent=codex: no Codex binary on this machine to read model {model!r}'s "
+                    "metadata from; install fire-exp[codex] or set agent.binary / "
+                    "agent.install.host_binary")
+            catalog = catalog_for(model, self.host_binary)
+            if catalog is not None:
+                catalog_path = f"{agent_dir}/{HOME}/{CATALOG}"
+                files[catalog_path] = catalog
+        toml = provider_toml(base_url, api_key_env, catalog_path)
+        files[f"{agent_dir}/{HOME}/config.toml"] = toml.encode()
+        return CliEndpoint(files=files)
 
     def env(self, agent_dir: str) -> dict[str, str]:
         return {"CODEX_HOME": f"{agent_dir}/{HOME}"}
@@ -76,11 +136,15 @@ class CodexAgent(CodingCliAgent):
     """Codex CLI, headless (``codex exec --json``), with the arm's policies as hooks.
 
     The hooks go to a private ``CODEX_HOME`` (``hooks.json`` plus a ``config.toml`` that
-    enables them); authenticate with a variable in ``env_passthrough`` (``CODEX_API_KEY``).
+    enables them); ``base_url`` becomes a custom provider there, its key read from
+    ``api_key_env`` (default ``OPENAI_API_KEY``).
     """
 
     name = "codex"
     dialect = Codex()
+
+    def _make_dialect(self) -> Codex:
+        return Codex(host_binary=self.host_binary)
 
 
 def parse_codex_json(lines: Iterable[str]) -> CliTranscript:

@@ -14,9 +14,10 @@ import json
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
+from urllib.parse import urlsplit
 
-__all__ = ["CliCommand", "CliDialect", "CliTranscript", "as_dict", "content_text",
-           "json_objects"]
+__all__ = ["CliCommand", "CliDialect", "CliEndpoint", "CliTranscript", "as_dict",
+           "content_text", "endpoint_hostport", "json_objects"]
 
 
 @dataclass(frozen=True)
@@ -55,6 +56,41 @@ class CliTranscript:
     session_id: str | None = None  # the session its hook payloads carry (None: not said)
 
 
+@dataclass(frozen=True)
+class CliEndpoint:
+    """How a CLI is pointed at a model endpoint (:meth:`CliDialect.endpoint`).
+
+    ``files``: box path -> content, merged over the dialect's :meth:`CliDialect.files` (a
+    provider section in Codex's ``config.toml``); never a key's value, only its variable's
+    name. ``env``: variables for the CLI (``ANTHROPIC_BASE_URL``), never a key. ``args``:
+    extra command-line arguments. ``key_as``: the variable the CLI reads its key from when
+    that is not ``api_key_env`` itself (Claude Code reads ``ANTHROPIC_API_KEY`` only): the
+    agent gives it ``api_key_env``'s value.
+    """
+
+    files: dict[str, bytes] = field(default_factory=dict)
+    env: dict[str, str] = field(default_factory=dict)
+    args: tuple[str, ...] = ()
+    key_as: str | None = None
+
+
+def endpoint_hostport(base_url: str) -> str:
+    """The ``host:port`` of ``base_url`` (the scheme's port when none is given), for the
+    egress allow-list.
+
+    >>> endpoint_hostport("http://127.0.0.1:8799/v1")
+    '127.0.0.1:8799'
+    >>> endpoint_hostport("https://api.example.com")
+    'api.example.com:443'
+    """
+    parsed = urlsplit(base_url)
+    if parsed.scheme not in ("http", "https") or not parsed.hostname:
+        raise ValueError(f"{base_url!r} is not an http:// or https:// URL")
+    port = parsed.port or (443 if parsed.scheme == "https" else 80)
+    host = f"[{parsed.hostname}]" if ":" in parsed.hostname else parsed.hostname
+    return f"{host}:{port}"
+
+
 class CliDialect(Protocol):
     """One coding-agent CLI's conventions (see the module docstring).
 
@@ -69,6 +105,8 @@ class CliDialect(Protocol):
         install_hint: how a user installs it (shown when it is missing).
         reports_denied_calls: whether its output shows a tool call a PreToolUse hook denied
             (Claude Code's does, as an error result; Codex's need not).
+        default_key_env: the variable its endpoint key is read from unless
+            ``agent.api_key_env`` names another (``OPENAI_API_KEY``, ``ANTHROPIC_API_KEY``).
     """
 
     target: str
@@ -78,6 +116,7 @@ class CliDialect(Protocol):
     default_binary: str
     install_hint: str
     reports_denied_calls: bool
+    default_key_env: str
 
     def files(self, agent_dir: str, settings: Mapping[str, Any] | None) -> dict[str, bytes]:
         """The files the CLI reads (box path -> content) under the box's ``agent_dir``:
@@ -90,6 +129,13 @@ class CliDialect(Protocol):
 
     def env(self, agent_dir: str) -> dict[str, str]:
         """Variables the CLI needs to find its files (e.g. ``CODEX_HOME``)."""
+        ...
+
+    def endpoint(self, agent_dir: str, base_url: str | None, model: str | None,
+                 api_key_env: str) -> CliEndpoint:
+        """The files, variables and arguments that point the CLI at ``base_url`` with
+        ``model``, its key in the variable ``api_key_env`` (``base_url`` None: the CLI's
+        own default endpoint; only the key variable may still matter)."""
         ...
 
     def argv(self, binary: str, instruction: str, *, workdir: str, agent_dir: str,
