@@ -50,7 +50,7 @@ from fire_exp.agents.base import AgentOutcome, ProviderError
 from fire_exp.agents.coding_agents.dialect import CliDialect, CliTranscript, endpoint_hostport
 from fire_exp.agents.coding_agents.endpoint_check import check_endpoint
 from fire_exp.agents.coding_agents.evidence import Reconciliation, channel_tamper, reconcile
-from fire_exp.agents.coding_agents.packaged import host_binary
+from fire_exp.agents.coding_agents.packaged import BinaryIdentity, binary_identity, host_binary
 from fire_exp.agents.coding_agents.reach import (
     box_url,
     box_variables,
@@ -201,6 +201,19 @@ class CodingCliAgent:
         if spec.method != "none" or explicit or self.host_binary is None:
             return spec
         return dataclasses.replace(spec, host_binary=self.host_binary)
+
+    def binary_identity(self, environment: str = "local") -> BinaryIdentity | None:
+        """The CLI binary the attempts run, for the preregistration: the one this machine
+        runs (``environment=local``) or mounts into the box (``install.host_binary``, the
+        wheel's by default). None: the binary is the image's or an install step's, which
+        the image and the install spec's digest name."""
+        spec = self.install.spec
+        if spec.host_binary:
+            return binary_identity(spec.host_binary)
+        if environment != "local":
+            return None
+        path = host_binary(self.name, self.binary)
+        return binary_identity(path) if path else None
 
     # before the panel, before the box ------------------------------------------------
 
@@ -394,11 +407,17 @@ class CodingCliAgent:
 
     # reading the run back --------------------------------------------------------------
 
+    def _transcript(self, session: AgentSession) -> CliTranscript:
+        """The CLI's output as brought home, parsed (a subclass may add what the CLI left
+        elsewhere: Codex's rollout file)."""
+        lines = session.env.files.cli_stdout.read_text(errors="replace").splitlines()
+        return self.dialect.parse(lines)
+
     def _outcome(self, session: AgentSession, target: BridgeTarget | None, code: int,
                  timed_out: bool) -> AgentOutcome:
         files = session.env.files
         lines = files.cli_stdout.read_text(errors="replace").splitlines()
-        transcript = self.dialect.parse(lines)
+        transcript = self._transcript(session)
         summary = read_activity(files.hook_state)
         evidence = self._reconcile(session, transcript, summary, target, timed_out)
         self._read_back(session, transcript, summary, evidence, policy_arm=target is not None)

@@ -1,16 +1,26 @@
 """Codex as a dialect: ``codex exec --json``, hooks in a private ``CODEX_HOME``.
 
-Output (``--json``): ``item.completed`` events whose item is a ``command_execution``
-(``command``, ``aggregated_output``, ``exit_code``) or a ``file_change`` (``changes: [{path,
-kind}]``); ``turn.completed`` events carry ``usage`` (``input_tokens``,
-``cached_input_tokens``, ``output_tokens``); ``thread.started`` / ``session.created`` /
-``turn.started`` may name the model; ``turn.failed`` and ``error`` report failures.
+Output (``--json``, codex-cli 0.163): ``item.completed`` events whose item is a
+``command_execution`` (``command`` shown as ``/bin/bash -lc '…'``, unwrapped here to the bare
+command the hook payloads carry; ``aggregated_output``, ``exit_code``) or a ``file_change``
+(``changes: [{path, kind}]``, absolute paths); ``turn.completed`` carries ``usage``
+(``input_tokens``, cached included, ``cached_input_tokens``, ``output_tokens``); no event names
+the model. A top-level ``error`` event is a warning ("Reconnecting... 1/5" of a retry Codex
+recovers from): the run is judged by how its turn ended, ``turn.completed`` or
+``turn.failed``. A call a hook denied is absent; the rollout file has it
+(``codex_rollout``), and :class:`CodexAgent` brings that file home.
+
+PreToolUse ``additionalContext``: Codex 0.163 takes it alone (a developer message before the
+tool's output) but drops it silently next to ``permissionDecision "allow"``; fire-exp keeps
+delivering a policy's context at PostToolUse, as for Claude Code, so one arm reaches both
+CLIs the same way (``policies/hooks.render``).
 """
 
 from __future__ import annotations
 
 import json
 import os
+import shlex
 import tomllib
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
@@ -18,17 +28,23 @@ from typing import Any
 
 from fire_exp.agents.coding_agents.agent import CodingCliAgent
 from fire_exp.agents.coding_agents.codex_catalog import catalog_for
+from fire_exp.agents.coding_agents.codex_rollout import merge_rollout, rollout_calls
 from fire_exp.agents.coding_agents.dialect import (
     CliCommand,
     CliEndpoint,
     CliTranscript,
     as_dict,
     json_objects,
+    unwrap_shell,
 )
+from fire_exp.agents.session import AgentSession
+from fire_exp.attempt_paths import AttemptPaths
+from fire_exp.environments.base import CapturedExec, Environment
 from fire_exp.environments.failure import EnvironmentFailure
 from fire_exp.policies.hook_settings import CODEX_HOOKS_FEATURE, MATCHERS
 
 HOME = "codex-home"
+ROLLOUT_MAX = 8 << 20
 # Hooks on, by the canonical feature key (policies/hook_settings.CODEX_HOOKS_FEATURE).
 CONFIG_TOML = f"[features]\n{CODEX_HOOKS_FEATURE} = true\n"
 PROVIDER = "fire"  # the custom model provider an ``agent.base_url`` becomes
@@ -146,10 +162,41 @@ class CodexAgent(CodingCliAgent):
     def _make_dialect(self) -> Codex:
         return Codex(host_binary=self.host_binary)
 
+    def _fetch_output(self, env: Environment, run: CapturedExec) -> None:
+        """The captured output, and the rollout file of the run (redacted, at most
+        :data:`ROLLOUT_MAX` bytes) as ``ATTEMPT/logs/agent/codex-rollout.jsonl``."""
+        super()._fetch_output(env, run)
+        sessions = f"{env.paths.agent}/{HOME}/sessions"
+        found = env.run(f"find {shlex.quote(sessions)} -type f -name 'rollout-*.jsonl' "
+                        "2>/dev/null | sort | tail -n 1", timeout=30.0)
+        path = found.stdout.strip()
+        if found.exit_code != 0 or not path:
+            return
+        try:
+            data = env.read_file(path)[:ROLLOUT_MAX]
+        except EnvironmentFailure:
+            return
+        rollout_path(env.files).write_text(env.redactor.text(data.decode("utf-8", "replace")))
+
+    def _transcript(self, session: AgentSession) -> CliTranscript:
+        """The ``--json`` output with the rollout's denied calls and call ids merged in."""
+        transcript = super()._transcript(session)
+        path = rollout_path(session.env.files)
+        if not path.is_file():
+            return transcript
+        calls = rollout_calls(path.read_text(errors="replace").splitlines())
+        return merge_rollout(transcript, calls)
+
+
+def rollout_path(files: AttemptPaths) -> Path:
+    """Where an attempt's Codex rollout file is brought home."""
+    return files.agent_logs / "codex-rollout.jsonl"
+
 
 def parse_codex_json(lines: Iterable[str]) -> CliTranscript:
-    """Parse ``codex exec --json`` output."""
+    """Parse ``codex exec --json`` output (see the module docstring)."""
     out = CliTranscript()
+    warnings: list[str] = []
     for obj in json_objects(lines):
         kind = obj.get("type")
         item = as_dict(obj.get("item"))
@@ -158,7 +205,8 @@ def parse_codex_json(lines: Iterable[str]) -> CliTranscript:
             code = item.get("exit_code")
             code = code if isinstance(code, int) else None
             out.commands.append(CliCommand(
-                str(item.get("command", "")), str(item.get("aggregated_output") or ""),
+                unwrap_shell(str(item.get("command", ""))),
+                str(item.get("aggregated_output") or ""),
                 code, item.get("status") not in (None, "completed"),
                 ran=True if code is not None else None))  # an exit status: it ran
         elif kind == "item.completed" and item.get("type") == "file_change":
@@ -172,9 +220,13 @@ def parse_codex_json(lines: Iterable[str]) -> CliTranscript:
             out.input_tokens += int(usage.get("input_tokens") or 0)
             out.cached_input_tokens += int(usage.get("cached_input_tokens") or 0)
             out.output_tokens += int(usage.get("output_tokens") or 0)
-        elif kind in ("turn.failed", "error"):
+        elif kind == "turn.failed":
             error = as_dict(obj.get("error")) or obj
             out.errors.append(str(error.get("message") or kind))
+        elif kind == "error":
+            warnings.append(str(obj.get("message") or kind))
+    if not out.finished and not out.errors:  # no turn ended: the last warning says why
+        out.errors += warnings[-1:]
     return out
 
 

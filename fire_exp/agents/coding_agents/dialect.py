@@ -11,13 +11,17 @@ dialect through the environment contract; a new CLI is one new dialect (docs/arc
 from __future__ import annotations
 
 import json
+import shlex
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 from urllib.parse import urlsplit
 
 __all__ = ["CliCommand", "CliDialect", "CliEndpoint", "CliTranscript", "as_dict",
-           "content_text", "endpoint_hostport", "json_objects"]
+           "content_text", "endpoint_hostport", "json_objects", "unwrap_shell"]
+
+_SHELLS = frozenset({"bash", "sh", "zsh", "dash"})
+_SHELL_FLAGS = frozenset({"-c", "-lc", "-cl", "-ic"})
 
 
 @dataclass(frozen=True)
@@ -178,3 +182,19 @@ def content_text(content: Any) -> str:
     if isinstance(content, list):
         return "\n".join(str(c.get("text", "")) for c in content if isinstance(c, dict))
     return ""
+
+
+def unwrap_shell(command: str) -> str:
+    """``X`` of ``/bin/bash -lc X`` (Codex shows a shell command so; its hook payloads
+    carry the bare ``X``), else the command.
+
+    >>> unwrap_shell("/bin/bash -lc 'echo hi; ls'")
+    'echo hi; ls'
+    """
+    try:
+        argv = shlex.split(command)
+    except ValueError:
+        return command
+    if len(argv) == 3 and argv[0].rsplit("/", 1)[-1] in _SHELLS and argv[1] in _SHELL_FLAGS:
+        return argv[2]
+    return command

@@ -35,13 +35,12 @@ reconcile.
 from __future__ import annotations
 
 import json
-import shlex
 from collections import defaultdict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from fire_exp.agents.coding_agents.dialect import CliCommand, CliTranscript
+from fire_exp.agents.coding_agents.dialect import CliCommand, CliTranscript, unwrap_shell
 from fire_exp.policies.hook_answerer import MAX_FOREIGN_LOGGED
 from fire_exp.policies.hook_store import HookLine
 from fire_exp.policies.tool_payloads import EDIT_TOOLS, SHELL_TOOLS
@@ -54,8 +53,6 @@ KEY_CHARS = 200
 NO_HOOK_EVENT = "tool call with no hook event"
 DENIED_RAN = "denied command ran"
 NO_TOOL_CALL = "hook event with no tool call"
-_SHELLS = frozenset({"bash", "sh", "zsh", "dash"})
-_SHELL_FLAGS = frozenset({"-c", "-lc", "-cl", "-ic"})
 _TOOL_EVENTS = ("PreToolUse", "PostToolUse")
 _EDIT = "<edit>"
 
@@ -108,7 +105,7 @@ def reconcile(transcript: CliTranscript, lines: Sequence[HookLine], *,
         redact: the attempt's redactor (the transcript is read redacted, the log is not).
         channel: the hook channel's own reasons (:func:`channel_tamper`).
 
-    >>> from fire_exp.agents.coding_agents.dialect import CliCommand, CliTranscript
+    >>> from fire_exp.agents.coding_agents.dialect import CliCommand, CliTranscript, unwrap_shell
     >>> ran = CliTranscript(commands=[CliCommand("ls", tool_use_id="t1", ran=True)])
     >>> reconcile(ran, [], reports_denied_calls=True).reasons
     ('tool call with no hook event: `ls`',)
@@ -160,7 +157,7 @@ class _Matcher:
         self.unnamed = [i for i, c in enumerate(calls) if not c.tool_use_id]
 
     def _key(self, command: str) -> str:
-        return self.redact(_unwrap(command)).strip()[:KEY_CHARS]
+        return self.redact(unwrap_shell(command)).strip()[:KEY_CHARS]
 
     def line_key(self, line: HookLine) -> str:
         return _EDIT if line.tool in EDIT_TOOLS else self._key(line.command)
@@ -226,17 +223,6 @@ def _tool_event(line: HookLine) -> bool:
 
 def _is_edit(call: CliCommand) -> bool:
     return bool(call.paths) or call.command in EDIT_TOOLS
-
-
-def _unwrap(command: str) -> str:
-    """``X`` of ``bash -lc X`` (Codex reports a shell command so), else the command."""
-    try:
-        argv = shlex.split(command)
-    except ValueError:
-        return command
-    if len(argv) == 3 and argv[0].rsplit("/", 1)[-1] in _SHELLS and argv[1] in _SHELL_FLAGS:
-        return argv[2]
-    return command
 
 
 def _call(call: CliCommand) -> str:

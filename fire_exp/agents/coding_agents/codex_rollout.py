@@ -1,0 +1,96 @@
+"""Codex's rollout file: the calls ``codex exec --json`` does not show.
+
+``--json`` (codex-cli 0.163) omits a tool call a PreToolUse hook denied, and its items carry
+no call id. The rollout file Codex writes under ``CODEX_HOME/sessions/YYYY/MM/DD/
+rollout-*.jsonl`` has every call: ``response_item`` lines of type ``function_call``
+(``exec_command``, ``arguments {"cmd": ...}``) or ``custom_tool_call`` (``apply_patch``,
+``input`` the patch), each with its ``call_id`` (the hook payloads' ``tool_use_id``); an
+``event_msg`` ``item_completed`` line whose item id is that call id for each call that ran
+(``CommandExecution``, ``FileChange``); and the output the model got back, ``Command blocked
+by PreToolUse hook: REASON. Command: CMD`` for a denied one.
+
+:func:`merge_rollout` puts the denied calls into the transcript where they happened and
+gives every call its id, so ``commands.jsonl`` shows them as denied steps and the
+reconciliation pairs calls with hook events by id. The file is written inside the box, so
+it only ever adds to what the captured output shows: when its calls that ran do not line
+up with the output's one for one, the transcript is left as it was.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable
+from dataclasses import dataclass, replace
+
+from fire_exp.agents.coding_agents.dialect import CliCommand, CliTranscript, as_dict, json_objects
+
+__all__ = ["BLOCKED", "RolloutCall", "merge_rollout", "rollout_calls"]
+
+BLOCKED = "Command blocked by PreToolUse hook"
+SHELL_CALLS = frozenset({"exec_command", "shell", "shell_command", "local_shell"})
+EDIT_CALLS = frozenset({"apply_patch"})
+
+
+@dataclass(frozen=True)
+class RolloutCall:
+    """One shell or patch call of the rollout: its id, command (the patch text for an
+    edit), whether it is an edit, whether it ran, and whether a hook blocked it."""
+
+    call_id: str
+    command: str
+    edit: bool
+    ran: bool
+    blocked: bool
+
+
+def _command(payload: dict[str, object]) -> str:
+    if payload.get("type") == "custom_tool_call":
+        return str(payload.get("input") or "")
+    try:
+        args = as_dict(json.loads(str(payload.get("arguments") or "{}")))
+    except json.JSONDecodeError:
+        return ""
+    command = args.get("cmd", args.get("command", ""))
+    return " ".join(map(str, command)) if isinstance(command, list) else str(command)
+
+
+def rollout_calls(lines: Iterable[str]) -> list[RolloutCall]:
+    """The shell and patch calls of a rollout file, in order."""
+    order: list[tuple[str, str, bool]] = []
+    ran: set[str] = set()
+    outputs: dict[str, str] = {}
+    for obj in json_objects(lines):
+        payload = as_dict(obj.get("payload"))
+        kind = payload.get("type")
+        if obj.get("type") == "response_item" and kind in ("function_call", "custom_tool_call"):
+            name = str(payload.get("name"))
+            if name in SHELL_CALLS | EDIT_CALLS:
+                order.append((str(payload.get("call_id")), _command(payload), name in EDIT_CALLS))
+        elif obj.get("type") == "response_item" and kind in ("function_call_output",
+                                                             "custom_tool_call_output"):
+            output = payload.get("output")
+            outputs[str(payload.get("call_id"))] = output if isinstance(output, str) else ""
+        elif obj.get("type") == "event_msg" and kind == "item_completed":
+            item = as_dict(payload.get("item"))
+            if item.get("type") in ("CommandExecution", "FileChange"):
+                ran.add(str(item.get("id")))
+    return [RolloutCall(cid, command, edit, cid in ran,
+                        outputs.get(cid, "").startswith(BLOCKED)) for cid, command, edit in order]
+
+
+def merge_rollout(transcript: CliTranscript, calls: list[RolloutCall]) -> CliTranscript:
+    """``transcript`` with the rollout's blocked calls inserted where they happened and
+    every call's id (unchanged when the calls that ran do not line up with its own)."""
+    shown = [c for c in calls if c.ran]
+    if len(shown) != len(transcript.commands) or any(
+            c.edit != bool(t.paths) for c, t in zip(shown, transcript.commands, strict=True)):
+        return transcript
+    own = iter(transcript.commands)
+    merged: list[CliCommand] = []
+    for call in calls:
+        if call.ran:
+            merged.append(replace(next(own), tool_use_id=call.call_id))
+        elif call.blocked:
+            merged.append(CliCommand("apply_patch" if call.edit else call.command,
+                                     is_error=True, tool_use_id=call.call_id))
+    return replace(transcript, commands=merged)

@@ -1,0 +1,75 @@
+"""The Codex dialect against codex-cli 0.163.0's own output (fixtures captured from the
+real binary, tests/fixtures/protocols/README.md): the endpoint it writes, ``--json`` read
+back, warnings that are not failures, and the rollout's denied calls merged in."""
+
+from __future__ import annotations
+
+import json
+import tomllib
+
+import pytest
+
+from fire_exp.agents.coding_agents import Codex, parse_codex_json
+from fire_exp.agents.coding_agents.codex_rollout import merge_rollout, rollout_calls
+from fire_exp.agents.coding_agents.packaged import wheel_binary
+from tests.agents.protocol_fixtures import lines
+from tests.ci import missing
+
+DENY = "codex-0.163.0__exec-json-deny-stop.jsonl"
+ROLLOUT = "codex-0.163.0__rollout-deny-stop.jsonl"
+
+
+def test_json_commands_are_read_bare_and_a_denied_one_comes_from_the_rollout() -> None:
+    transcript = parse_codex_json(lines(DENY))
+    assert [c.command for c in transcript.commands] == ["echo ok", "echo tests"]
+    assert transcript.finished and transcript.errors == []  # the trust warnings are items
+    assert (transcript.input_tokens, transcript.cached_input_tokens) == (5010, 1000)
+    merged = merge_rollout(transcript, rollout_calls(lines(ROLLOUT)))
+    assert [(c.command, c.tool_use_id, c.ran) for c in merged.commands] == [
+        ("rm -rf /tmp/nothing-here", "call_d", None), ("echo ok", "call_b", True),
+        ("echo tests", "call_c", True)]
+
+
+def test_a_rollout_that_does_not_line_up_adds_nothing() -> None:
+    transcript = parse_codex_json(lines(DENY))
+    calls = rollout_calls(lines(ROLLOUT))[:-1]  # one call that ran is missing
+    assert merge_rollout(transcript, calls) is transcript
+
+
+def test_a_reconnect_the_turn_recovered_from_is_a_warning_not_an_error() -> None:
+    recovered = parse_codex_json([
+        '{"type":"turn.started"}',
+        '{"type":"error","message":"Reconnecting... 1/5 (stream disconnected)"}',
+        '{"type":"turn.completed","usage":{"input_tokens":10,"output_tokens":2}}'])
+    assert recovered.finished and recovered.errors == []
+    failed = parse_codex_json([
+        '{"type":"error","message":"Reconnecting... 5/5"}',
+        '{"type":"turn.failed","error":{"message":"stream disconnected"}}'])
+    assert failed.errors == ["stream disconnected"]
+    cut = parse_codex_json(['{"type":"error","message":"Reconnecting... 2/5"}'])
+    assert not cut.finished and cut.errors == ["Reconnecting... 2/5"]
+
+
+def test_the_endpoint_is_a_custom_responses_provider_with_the_templates_metadata() -> None:
+    binary = wheel_binary("codex")
+    if binary is None:
+        missing("the Codex CLI wheel (pip install 'fire-exp[codex]')")
+    endpoint = Codex(host_binary=binary).endpoint("/a", "http://10.0.0.2:8799/v1",
+                                                  "my-local-model", "LOCAL_KEY")
+    config = tomllib.loads(endpoint.files["/a/codex-home/config.toml"].decode())
+    assert config["model_provider"] == "fire" and config["features"]["hooks"] is True
+    assert config["model_providers"]["fire"] == {
+        "name": "fire", "base_url": "http://10.0.0.2:8799/v1", "wire_api": "responses",
+        "env_key": "LOCAL_KEY"}
+    assert config["model_catalog_json"] == "/a/codex-home/fire-models.json"
+    entry = json.loads(endpoint.files[config["model_catalog_json"]])["models"][0]
+    assert entry["slug"] == "my-local-model" and entry["apply_patch_tool_type"] == "freeform"
+    known = Codex(host_binary=binary).endpoint("/a", "http://h:1/v1", "gpt-5.5", "K")
+    assert set(known.files) == {"/a/codex-home/config.toml"}  # bundled: no catalogue
+
+
+def test_a_local_model_without_a_codex_binary_is_refused_by_name() -> None:
+    from fire_exp.environments.failure import EnvironmentFailure
+
+    with pytest.raises(EnvironmentFailure, match="no Codex binary on this machine"):
+        Codex(host_binary=None).endpoint("/a", "http://h:1/v1", "local", "K")
