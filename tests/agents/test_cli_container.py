@@ -168,7 +168,7 @@ def test_a_portfolio_that_fails_to_load_answers_nothing_and_is_logged(tmp_path: 
 def test_the_settings_point_every_hook_at_the_shim() -> None:
     real = build_arm("real", load_portfolio("fire-core"), load_portfolio("controls"))
     settings = settings_document(list(real.families), RelayHooks.command_for,
-                                 MATCHERS["claude-code"], 30)
+                                 MATCHERS["claude-code"], 30, cli="claude-code")
     commands = [h["command"] for groups in settings["hooks"].values() for g in groups
                 for h in g["hooks"]]
     assert commands and all(c.startswith(f"{SHIM} ") for c in commands)

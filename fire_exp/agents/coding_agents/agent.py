@@ -284,6 +284,7 @@ class CodingCliAgent:
         files.agent_logs.mkdir(parents=True, exist_ok=True)  # the egress log lands there
         binary = env.agent_binary(self.install)
         self._check_binary(env, binary)
+        root = self._runs_as_root(env)
         target = bridge_target(session.context)
         passed = self._passed()
         env.redactor.add(passed.values())  # out of every log of the attempt
@@ -295,7 +296,8 @@ class CodingCliAgent:
             if target is not None:
                 transport = env.hook_transport(self._endpoint(target, files))
                 settings = settings_document(session.runtime.families, transport.command,
-                                             self.dialect.tool_matcher, self.hook_timeout_s)
+                                             self.dialect.tool_matcher, self.hook_timeout_s,
+                                             cli=self.dialect.hook_protocol)
                 record = files.hooks / self.dialect.settings_file()
                 record.parent.mkdir(parents=True, exist_ok=True)
                 record.write_text(json.dumps(settings, indent=1))  # what the CLI was given
@@ -309,8 +311,8 @@ class CodingCliAgent:
             for path, data in ca_files.items():
                 env.write_file(path, data, mode=0o444)
             extra = passed | box_variables(egress, passed) | \
-                dict(transport.env if transport else {}) | self.dialect.env(agent_dir) | \
-                endpoint.env | ca_env
+                dict(transport.env if transport else {}) | \
+                self.dialect.env(agent_dir, root=root) | endpoint.env | ca_env
             if endpoint.key_as and self.api_key_env in passed:
                 extra[endpoint.key_as] = passed[self.api_key_env]
             if egress is not None:
@@ -381,6 +383,13 @@ class CodingCliAgent:
             f"`fire-exp run agent={self.name} agent.binary=/path/to/"
             f"{self.dialect.default_binary}`")
 
+    @staticmethod
+    def _runs_as_root(env: Environment) -> bool:
+        """Whether the agent's session, where the CLI runs, is root's (a task whose
+        ``[agent].user`` is root, a box that cannot switch users, this machine as root)."""
+        found = env.exec("id -u", timeout=_CHECK_S)
+        return found.exit_code == 0 and found.stdout.strip() == "0"
+
     def _passed(self) -> dict[str, str]:
         """The variables the CLI gets from this process: ``env_passthrough`` and the key
         variable (a placeholder for an endpoint of ours that needs none)."""
@@ -398,6 +407,11 @@ class CodingCliAgent:
         if self.base_url is not None:  # the URL: an http:// one gets a forward listener
             allowed.append(self.base_url)
         return allowed + urls
+
+    def _vendor_endpoint(self) -> bool:
+        """Whether the CLI talks to its own default endpoint (no ``base_url``, no
+        ``*_BASE_URL`` passed through)."""
+        return self.base_url is None and not any(k.endswith("_BASE_URL") for k in self._passed())
 
     def _fetch_output(self, env: Environment, run: CapturedExec) -> None:
         """Bring the CLI's recorded output home, redacted."""
@@ -475,9 +489,16 @@ class CodingCliAgent:
         session.env.files.hook_summary.write_text(json.dumps(report, indent=1))
 
     def usage(self, transcript: CliTranscript) -> Usage:
-        """Tokens and cost of a run: the CLI's own cost, else priced from ``prices``."""
+        """Tokens and cost of a run: priced from ``prices`` for the model (0 for a model
+        with no price), or the CLI's own cost where the CLI reports one and talks to its
+        vendor's endpoint.
+
+        A CLI prices tokens at its vendor's list price for the model's name (Claude Code's
+        ``total_cost_usd``), whatever endpoint served them: against ``base_url`` (or a
+        passed ``*_BASE_URL``) that figure is fictitious, so it is never the record's; it
+        stays in the CLI's own output (``AttemptPaths.cli_stdout``)."""
         model = transcript.model or self.model or self.dialect.default_model()
-        cost = transcript.cost_usd
+        cost = transcript.cost_usd if self._vendor_endpoint() else None
         if cost is None:
             price = self.prices.get(model or "", {})
             cost = price_tokens(price, transcript.input_tokens, transcript.output_tokens,

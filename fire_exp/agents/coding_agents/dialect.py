@@ -131,8 +131,9 @@ class CliDialect(Protocol):
         """The hook settings' path relative to ``agent_dir`` (recorded in ``ATTEMPT/hooks``)."""
         ...
 
-    def env(self, agent_dir: str) -> dict[str, str]:
-        """Variables the CLI needs to find its files (e.g. ``CODEX_HOME``)."""
+    def env(self, agent_dir: str, *, root: bool = False) -> dict[str, str]:
+        """Variables the CLI needs to find its files (e.g. ``CODEX_HOME``), and to run as
+        root where it does (``root``: Claude Code's ``IS_SANDBOX``)."""
         ...
 
     def endpoint(self, agent_dir: str, base_url: str | None, model: str | None,
