@@ -4,7 +4,7 @@ The manifest (``panels/NAME.prereg.json``) holds the SHA-256 of every task (cont
 digest), every file of the policy and control folders (the sources, the sham's sentence
 pool, anything a family reads), the analysis plan, each config file byte for
 byte and the agent, environment and panel configs as composed (overrides included), the
-randomized schedule, and the harness's own source (every ``.py`` and ``.sh`` file of the
+coding-agent CLI's binary (its SHA-256 and ``--version``), the randomized schedule, and the harness's own source (every ``.py`` and ``.sh`` file of the
 package, hashed per file). ``fire-exp run`` recomputes each one and refuses to start if anything
 differs, naming the changed file and both hashes. Freezing and running first check the
 analysis plan against the panel, so an invalid plan is never frozen.
@@ -119,11 +119,30 @@ def panel_hashes(panel: Panel) -> dict[str, dict[str, str]]:
         items[key] = {"path": f"{files[group]} (values as composed, overrides included)",
                       "sha256": _sha(json.dumps(value, sort_keys=True, default=list))}
     items.update(arm_hashes(panel, files["panel"]))
+    items.update(agent_binary_hashes(panel))
     items["schedule"] = {"path": f"schedule (seed {cfg.seed})",
                          "sha256": schedule_digest(panel.schedule)}
     sources = harness_file_hashes()
     items["harness"] = {"path": f"fire-exp {__version__} ({len(sources)} source files)",
                         "sha256": _digest(sources)}
+    return items
+
+
+def agent_binary_hashes(panel: Panel) -> dict[str, dict[str, str]]:
+    """``agent_binary:NAME`` (the panel's agent) and ``agent_binary:NAME:ARM`` (an arm's
+    own): the coding-agent CLI binary the attempts run, its SHA-256, and its ``--version``
+    (``version``, shown when it changed). An agent that runs no binary of this machine has
+    none."""
+    items: dict[str, dict[str, str]] = {}
+    for arm, factory in [("", panel.agent), *sorted(panel.arm_agents.items())]:
+        identify = getattr(factory.make(), "binary_identity", None)
+        environment = panel.environment_for(arm).name if arm else panel.environment.name
+        found = identify(environment) if callable(identify) else None
+        if found is None:
+            continue
+        key = f"agent_binary:{factory.name}" + (f":{arm}" if arm else "")
+        items[key] = {"path": f"{found.path} ({found.version})", "sha256": found.sha256,
+                      "version": found.version}
     return items
 
 
@@ -280,6 +299,8 @@ def verify_manifest(panel: Panel, path: Path) -> dict[str, Any]:
                 where = _changed_task_file(manifest, key[5:], Path(new["path"])) or where
             elif key == "harness":
                 where = _changed_harness_file(manifest) or where
+            elif key.startswith("agent_binary:"):
+                where = f"the agent's CLI binary {where}, frozen as {old.get('version')},"
             raise PreregistrationError(
                 f"{path}: {where} changed since freezing ({key}): frozen sha256 "
                 f"{old['sha256'][:16]}…, now {new['sha256'][:16]}…. Restore it, or re-freeze "

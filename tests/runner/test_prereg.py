@@ -239,3 +239,27 @@ def test_a_schedule_list_edited_by_hand_is_refused_before_the_first_attempt(
     proc = fire_exp("run", "panel=demo", f"prereg={manifest}", f"results_dir={tmp_path / 'r'}")
     assert proc.returncode == 2 and "schedule[5] differs from the schedule" in proc.stderr
     assert not (tmp_path / "r" / "demo").exists() or not list((tmp_path / "r").rglob("*.jsonl"))
+
+
+def test_a_changed_cli_binary_is_refused_by_name(tmp_path: Path) -> None:
+    """The coding-agent CLI's binary is frozen (SHA-256 and ``--version``); another binary
+    at the same path refuses the run, naming it and the version frozen."""
+    import json
+
+    binary = tmp_path / "bin" / "codex"
+    binary.parent.mkdir()
+    shutil.copy(REPO / "tests/agents/fake_cli.py", binary)
+    binary.chmod(0o755)
+    agent = ["agent=codex", f"agent.binary={binary}"]
+    proc = _freeze_demo(tmp_path, *agent)
+    assert proc.returncode == 0, proc.stderr
+    frozen = json.loads((tmp_path / "demo.prereg.json").read_text())["hashes"]
+    entry = frozen["agent_binary:codex"]
+    assert entry["version"].startswith("fake-cli") and str(binary) in entry["path"]
+    binary.write_text(binary.read_text() + "# another build\n")
+    proc = fire_exp("run", "panel=demo", f"prereg={tmp_path / 'demo.prereg.json'}", *agent,
+                    f"results_dir={tmp_path / 'results'}")
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    assert f"the agent's CLI binary {binary} ({entry['version']})" in proc.stderr
+    assert "changed since freezing (agent_binary:codex)" in proc.stderr
+    assert not (tmp_path / "results").exists()

@@ -48,8 +48,16 @@ import numpy as np
 import fire_exp
 from fire_exp.agents.base import AgentOutcome, ProviderError
 from fire_exp.agents.coding_agents.dialect import CliDialect, CliTranscript, endpoint_hostport
+from fire_exp.agents.coding_agents.endpoint_check import check_endpoint
 from fire_exp.agents.coding_agents.evidence import Reconciliation, channel_tamper, reconcile
-from fire_exp.agents.coding_agents.packaged import host_binary
+from fire_exp.agents.coding_agents.packaged import BinaryIdentity, binary_identity, host_binary
+from fire_exp.agents.coding_agents.reach import (
+    box_url,
+    box_variables,
+    ca_bundle_path,
+    ca_placement,
+)
+from fire_exp.agents.coding_agents.unreached import model_answered, never_answered
 from fire_exp.agents.session import AgentSession, AttemptContext
 from fire_exp.agents.transcript import price_tokens
 from fire_exp.attempt_paths import AttemptPaths
@@ -172,7 +180,7 @@ class CodingCliAgent:
         self.model, self.args = model, list(args)
         self.base_url = _base_url(base_url, where)
         self.api_key_env = api_key_env or self.dialect.default_key_env
-        self.ca_bundle = ca_bundle
+        self.ca_bundle = ca_bundle_path(ca_bundle, where)
         self.env_passthrough = list(env_passthrough)
         self.prices = dict(prices or {})
         self.hook_timeout_s = hook_timeout_s
@@ -194,17 +202,35 @@ class CodingCliAgent:
             return spec
         return dataclasses.replace(spec, host_binary=self.host_binary)
 
+    def binary_identity(self, environment: str = "local") -> BinaryIdentity | None:
+        """The CLI binary the attempts run, for the preregistration: the one this machine
+        runs (``environment=local``) or mounts into the box (``install.host_binary``, the
+        wheel's by default). None: the binary is the image's or an install step's, which
+        the image and the install spec's digest name."""
+        spec = self.install.spec
+        if spec.host_binary:
+            return binary_identity(spec.host_binary)
+        if environment != "local":
+            return None
+        path = host_binary(self.name, self.binary)
+        return binary_identity(path) if path else None
+
     # before the panel, before the box ------------------------------------------------
 
     def preflight(self, environment: str = "local") -> None:
         """Before the panel: where the CLI runs on this machine (``environment=local``) it
         must be on PATH and answer ``--version``; a box that installs agents tries it in
-        every task's image instead (:meth:`prepare_boxes`).
+        every task's image instead (:meth:`prepare_boxes`). Wherever it runs, an
+        ``agent.base_url`` must answer one cheap request in the CLI's own protocol
+        (:mod:`~fire_exp.agents.coding_agents.endpoint_check`).
 
         Raises:
-            PreflightError: the executable is missing or broken; the message says how to
-                install it, point ``agent.binary`` at it, or run it in the container.
+            PreflightError: the executable is missing or broken (the message says how to
+                install it, point ``agent.binary`` at it, or run it in the container), or
+                the model endpoint does not answer (the message names the URL and the
+                error).
         """
+        self.check_endpoint()
         if environment != "local":
             return
         install = (f"install it ({self.dialect.install_hint}), point agent.binary at it "
@@ -226,6 +252,15 @@ class CodingCliAgent:
             raise PreflightError(f"agent={self.name}: `{found} --version` exited "
                                  f"{proc.returncode}: {detail}", install)
         self.version = (proc.stdout.strip().splitlines() or [""])[0]
+
+    def check_endpoint(self) -> None:
+        """``agent.base_url`` answers the CLI's probe, with the key the CLI gets (nothing
+        to check for the CLI's own endpoint). Raises PreflightError."""
+        if self.base_url is None:
+            return
+        check_endpoint(self.name, self.dialect.target, self.base_url,
+                       self.model or self.dialect.default_model(), self.api_key_env,
+                       self._passed().get(self.api_key_env), ca_bundle=self.ca_bundle)
 
     def prepare_boxes(self, backend: type[Environment] | None, tasks: Sequence[Task],
                       env_params: Mapping[str, Any]) -> None:
@@ -266,15 +301,20 @@ class CodingCliAgent:
                 record = files.hooks / self.dialect.settings_file()
                 record.parent.mkdir(parents=True, exist_ok=True)
                 record.write_text(json.dumps(settings, indent=1))  # what the CLI was given
-            endpoint = self.dialect.endpoint(agent_dir, self.base_url, self.model,
-                                             self.api_key_env)
+            # Opened first: the CLI is given the endpoint's URL as the box reaches it.
+            egress = env.open_egress(self._allowed(passed), files.egress_log)
+            endpoint = self.dialect.endpoint(agent_dir, box_url(egress, self.base_url),
+                                             self.model, self.api_key_env)
             for path, data in (self.dialect.files(agent_dir, settings) | endpoint.files).items():
                 env.write_file(path, data)
-            extra = passed | dict(transport.env if transport else {}) | \
-                self.dialect.env(agent_dir, root=root) | endpoint.env
+            ca_files, ca_env = ca_placement(self.ca_bundle, agent_dir, self.dialect.target)
+            for path, data in ca_files.items():
+                env.write_file(path, data, mode=0o444)
+            extra = passed | box_variables(egress, passed) | \
+                dict(transport.env if transport else {}) | \
+                self.dialect.env(agent_dir, root=root) | endpoint.env | ca_env
             if endpoint.key_as and self.api_key_env in passed:
                 extra[endpoint.key_as] = passed[self.api_key_env]
-            egress = env.open_egress(self._allowed(passed), files.egress_log)
             if egress is not None:
                 extra |= egress.variables
             argv = self.dialect.argv(binary, session.instruction, workdir=env.paths.workdir,
@@ -364,8 +404,8 @@ class CodingCliAgent:
         any ``*_BASE_URL`` variable it passes."""
         allowed = list(self.egress)
         urls = [v for k, v in passed.items() if k.endswith("_BASE_URL")]
-        if self.base_url is not None:
-            allowed.append(endpoint_hostport(self.base_url))
+        if self.base_url is not None:  # the URL: an http:// one gets a forward listener
+            allowed.append(self.base_url)
         return allowed + urls
 
     def _vendor_endpoint(self) -> bool:
@@ -390,11 +430,17 @@ class CodingCliAgent:
     def _outcome(self, session: AgentSession, target: BridgeTarget | None, code: int,
                  timed_out: bool) -> AgentOutcome:
         files = session.env.files
+        lines = files.cli_stdout.read_text(errors="replace").splitlines()
         transcript = self._transcript(session)
         summary = read_activity(files.hook_state)
         evidence = self._reconcile(session, transcript, summary, target, timed_out)
         self._read_back(session, transcript, summary, evidence, policy_arm=target is not None)
         usage, tamper = self.usage(transcript), evidence.reasons
+        if model_answered(self.dialect.target, lines) is False:  # nothing was measured
+            raise never_answered(
+                self.name, self.binary, self.base_url, lines,
+                files.cli_stderr.read_text(errors="replace"), code=code, timed_out=timed_out,
+                redact=session.env.redactor.text, tamper=tamper)
         if timed_out:
             return AgentOutcome(usage=usage, cause=Cause.AGENT_TIMEOUT,
                                 error=f"{self.binary} ran past the agent timeout", tamper=tamper)

@@ -17,9 +17,12 @@ import hashlib
 import importlib.util
 import os
 import shutil
+import subprocess
+from dataclasses import dataclass
 from pathlib import Path
 
-__all__ = ["WHEELS", "binary_sha256", "host_binary", "wheel_binary"]
+__all__ = ["WHEELS", "BinaryIdentity", "binary_identity", "binary_sha256", "host_binary",
+           "wheel_binary"]
 
 # agent name -> (the wheel's top-level package, the binary's path inside it, the extra)
 WHEELS: dict[str, tuple[str, str, str]] = {
@@ -27,6 +30,17 @@ WHEELS: dict[str, tuple[str, str, str]] = {
     "claude-code": ("claude_agent_sdk", "_bundled/claude", "claude-code"),
 }
 _CHUNK = 1 << 20
+_VERSION_TIMEOUT_S = 30.0
+
+
+@dataclass(frozen=True)
+class BinaryIdentity:
+    """What the preregistration freezes of a CLI: where its binary is on this machine, the
+    first line of its ``--version``, and the file's SHA-256."""
+
+    path: str
+    version: str
+    sha256: str
 
 
 def wheel_binary(agent: str) -> str | None:
@@ -74,3 +88,21 @@ def _sha256(path: str, size: int, mtime_ns: int) -> str:
         for chunk in iter(lambda: fh.read(_CHUNK), b""):
             digest.update(chunk)
     return digest.hexdigest()
+
+
+def binary_identity(path: str) -> BinaryIdentity:
+    """The identity of the binary at ``path`` (its version ``unknown`` if ``--version``
+    fails: the hash still decides)."""
+    sha = binary_sha256(path)
+    return BinaryIdentity(str(Path(path).resolve()), _version(path, sha), sha)
+
+
+@functools.lru_cache(maxsize=16)
+def _version(path: str, sha256: str) -> str:
+    try:
+        proc = subprocess.run([path, "--version"], capture_output=True, text=True,
+                              timeout=_VERSION_TIMEOUT_S, stdin=subprocess.DEVNULL)
+    except (OSError, subprocess.TimeoutExpired):
+        return "unknown"
+    line = (proc.stdout.strip().splitlines() or [""])[0]
+    return line if proc.returncode == 0 and line else "unknown"

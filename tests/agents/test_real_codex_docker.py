@@ -1,0 +1,114 @@
+"""The real Codex CLI (codex-cli 0.163.0 from the ``openai-codex-cli-bin`` wheel) in a task's
+container, against the project's scripted Responses API server on the host.
+
+The wheel's static binary is mounted read-only into the box (``agent=codex`` with no
+``binary:`` and no install step); the CLI runs there as ``fire-agent``, its hooks reach the
+arm's policies through the shim and relay. One box, one short scripted conversation: a
+command the arm denies, an ``apply_patch`` edit, the task's solution, the end (the Stop
+instruction's delivery is ``test_real_codex.py``'s, on this machine).
+
+How the box reaches the server: the task is a copy of ``recover-wal-orders`` with public
+network (the default bridge), and the server listens on the host's address on that bridge.
+A no-network task reaches a plain-``http://`` endpoint only once the egress proxy forwards
+absolute-URI requests (issue 33, reachability); until then this is the way that works.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import json
+import shutil
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+from fire_exp.agents.coding_agents import CodexAgent
+from fire_exp.agents.coding_agents.packaged import wheel_binary
+from fire_exp.environments.docker import DockerEnvironment
+from fire_exp.paths import SUITES_DIR
+from fire_exp.policies import build_arm, load_portfolio
+from fire_exp.records import AttemptRecord
+from fire_exp.runner.attempt import AttemptSpec, run_attempt
+from fire_exp.tasks.loader import load_task
+from tests.agents.scripted_responses import (
+    ResponsesServer,
+    apply_patch,
+    exec_command,
+    hook_prompts,
+    message,
+    tool_outputs,
+)
+from tests.ci import missing
+
+pytestmark = [pytest.mark.cli, pytest.mark.docker, pytest.mark.slow]
+ARGS = ["--dangerously-bypass-hook-trust", "--sandbox", "danger-full-access"]  # the yaml's
+MODEL = "scripted-coder"  # outside Codex's bundled catalogue, as a local model's name
+NOTE = "*** Begin Patch\n*** Add File: notes.txt\n+recovered from the WAL\n*** End Patch\n"
+DENIED = "sqlite3 evidence/orders.db .dump"  # the real arm denies it (database_evidence)
+
+
+@pytest.fixture
+def engine(docker_client: Any) -> Any:
+    """The Docker engine (tests/environments' session fixture: no container left over)."""
+    return docker_client
+
+
+def bridge_gateway(engine: Any) -> str:
+    """The host's address on Docker's default bridge (its gateway, else the subnet's first)."""
+    config = engine.networks.get("bridge").attrs["IPAM"]["Config"][0]
+    return str(config.get("Gateway") or next(ipaddress.ip_network(config["Subnet"]).hosts()))
+
+
+def public_copy(tmp_path: Path) -> Path:
+    """recover-wal-orders with public network, so the box routes to the host's bridge."""
+    task = tmp_path / "tasks" / "recover-wal-orders"
+    shutil.copytree(SUITES_DIR / "fire-mini" / "recover-wal-orders", task)
+    toml = task / "task.toml"
+    text = toml.read_text().replace('network_mode = "no-network"', 'network_mode = "public"')
+    assert 'network_mode = "public"' in text
+    toml.write_text(text)
+    return task
+
+
+def attempt(tmp_path: Path, task: Path, agent: CodexAgent) -> AttemptRecord:
+    loaded = load_task(task)
+    real, controls = load_portfolio("fire-core"), load_portfolio("controls")
+    env = DockerEnvironment(loaded, tmp_path / "attempt", "real-codex")
+    spec = AttemptSpec(run="r", panel="p", attempt_id="real-codex", task=loaded.name,
+                       cohort="eligible", arm="real", replicate=0, order=0, seed=0,
+                       portfolio=str(real.path), controls=str(controls.path))
+    return run_attempt(spec, env, agent, build_arm("real", real, controls).families,
+                       real.families, rng=np.random.default_rng(0))
+
+
+def test_the_real_codex_in_the_box_is_denied_edits_stops_and_is_read_back(
+        engine: Any, tmp_path: Path) -> None:
+    if wheel_binary("codex") is None:
+        missing("the Codex CLI wheel (pip install 'fire-exp[codex]')")
+    bridge = bridge_gateway(engine)
+    solve = (SUITES_DIR / "fire-mini/recover-wal-orders/solution/solve.sh").read_text()
+    script = [[exec_command(DENIED, "call_deny")], [apply_patch(NOTE)],
+              [exec_command(solve, "call_solve")], [message("Done.")]]
+    with ResponsesServer(script, host=bridge) as server:
+        agent = CodexAgent(model=MODEL, base_url=server.url(bridge), args=ARGS)
+        assert agent.install.spec.host_binary == wheel_binary("codex")  # mounted, no image
+        record = attempt(tmp_path, public_copy(tmp_path), agent)
+    assert record.passed and record.cause is None, record.error
+    assert record.valid, record.invalid_reason  # transcript and hook calls agree, by id
+    assert "apply_patch" in [t.get("name") for t in server.requests[0]["tools"]]
+    assert tool_outputs(server.requests[1])["call_deny"].startswith(
+        "Command blocked by PreToolUse hook:")
+    logs = tmp_path / "attempt/logs/agent"
+    steps = [json.loads(x) for x in (logs / "commands.jsonl").read_text().splitlines()]
+    assert [(s["kind"], s["denied"]) for s in steps] == \
+        [("command", True), ("edit", False), ("command", False), ("stop", False)]
+    assert steps[0]["command"] == DENIED and steps[1]["paths"] == ["/app/notes.txt"]
+    assert record.decisions == 1 and record.funnel.fired
+    assert record.usage.input_tokens > 0 and record.usage.output_tokens > 0
+    assert record.usage.model == MODEL and record.usage.cost_usd == 0.0
+    assert (logs / "codex-rollout.jsonl").is_file()
+    summary = json.loads((logs / "hook-summary.json").read_text())
+    assert summary["by_event"]["PreToolUse"] == 3 and summary["tamper"] == []
+    assert len(server.requests) == 4 and not any(hook_prompts(r) for r in server.requests)
