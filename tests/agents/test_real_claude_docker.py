@@ -57,8 +57,9 @@ def engine(docker_client: Any) -> Any:
     return docker_client
 
 
-def claude(server: MessagesServer) -> ClaudeCodeAgent:
-    agent = ClaudeCodeAgent(model=MODEL, base_url=server.base_url, args=ARGS)
+def claude(server: MessagesServer, suffix: str = "") -> ClaudeCodeAgent:
+    """``agent.base_url=URL`` (``suffix`` ``/v1``: as a user used to OpenAI URLs writes it)."""
+    agent = ClaudeCodeAgent(model=MODEL, base_url=server.base_url + suffix, args=ARGS)
     assert agent.install.spec.host_binary == wheel_binary("claude-code")  # mounted, no image
     return agent
 
@@ -126,8 +127,11 @@ def test_the_real_claude_as_root_runs_and_its_failure_and_stop_reach_the_policie
     script = [bash("ls /app/no-such-file", call_id="toolu_fail"), say("Finished."),
               bash("echo verified", call_id="toolu_ok"), say("Done.")]
     with MessagesServer(script) as server:
-        record = attempt(tmp_path, as_root(tmp_path, "csv-column-stats"), claude(server),
+        agent = claude(server, "/v1")
+        agent.preflight("docker")  # the probe asks what the CLI will ask: /v1/messages
+        record = attempt(tmp_path, as_root(tmp_path, "csv-column-stats"), agent,
                          "always_verify")
+    assert {s.path.split("?")[0] for s in server.seen} == {"/v1/messages"}
     assert record.cause is None, record.error  # as root, with IS_SANDBOX: not refused
     assert record.valid, record.invalid_reason  # PostToolUseFailure is the call's post event
     assert "Stop hook feedback:" in request_text(server.requests[2])

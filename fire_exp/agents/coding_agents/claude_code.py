@@ -30,6 +30,7 @@ from fire_exp.agents.coding_agents.dialect import (
     CliCommand,
     CliEndpoint,
     CliTranscript,
+    anthropic_base,
     as_dict,
     content_text,
     json_objects,
@@ -47,17 +48,6 @@ MODEL_ALIASES = ("ANTHROPIC_DEFAULT_HAIKU_MODEL", "ANTHROPIC_DEFAULT_SONNET_MODE
                  "ANTHROPIC_DEFAULT_OPUS_MODEL", "ANTHROPIC_SMALL_FAST_MODEL",
                  "CLAUDE_CODE_SUBAGENT_MODEL")
 
-
-def anthropic_base(base_url: str) -> str:
-    """``base_url`` as ``ANTHROPIC_BASE_URL`` wants it: without a trailing ``/v1``.
-
-    >>> anthropic_base("http://127.0.0.1:8799/v1/")
-    'http://127.0.0.1:8799'
-    >>> anthropic_base("https://llm.example.org/anthropic")
-    'https://llm.example.org/anthropic'
-    """
-    url = base_url.rstrip("/")
-    return url[:-3] if url.endswith("/v1") else url
 
 
 class ClaudeCode:

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 from urllib.parse import urlsplit
 
-__all__ = ["CliCommand", "CliDialect", "CliEndpoint", "CliTranscript", "as_dict",
+__all__ = ["CliCommand", "CliDialect", "CliEndpoint", "CliTranscript", "anthropic_base", "as_dict",
            "content_text", "endpoint_hostport", "json_objects", "unwrap_shell"]
 
 _SHELLS = frozenset({"bash", "sh", "zsh", "dash"})
@@ -93,6 +93,19 @@ def endpoint_hostport(base_url: str) -> str:
     port = parsed.port or (443 if parsed.scheme == "https" else 80)
     host = f"[{parsed.hostname}]" if ":" in parsed.hostname else parsed.hostname
     return f"{host}:{port}"
+
+
+def anthropic_base(base_url: str) -> str:
+    """``base_url`` as Claude Code's ``ANTHROPIC_BASE_URL`` wants it: without a trailing
+    ``/v1`` (the CLI appends ``/v1/messages``; a user may well write an OpenAI-style URL).
+
+    >>> anthropic_base("http://127.0.0.1:8799/v1/")
+    'http://127.0.0.1:8799'
+    >>> anthropic_base("https://llm.example.org/anthropic")
+    'https://llm.example.org/anthropic'
+    """
+    url = base_url.rstrip("/")
+    return url[:-3] if url.endswith("/v1") else url
 
 
 class CliDialect(Protocol):

@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from fire_exp.agents.coding_agents.dialect import anthropic_base
 from fire_exp.environments.redaction import redact_text
 from fire_exp.errors import PreflightError
 
@@ -66,6 +67,8 @@ def probe_for(target: str, base_url: str, model: str | None, api_key: str | None
     ('http://127.0.0.1:8799/v1/responses', 16, 'Bearer k')
     >>> probe_for("claude-code", "http://127.0.0.1:8800", None, "k").url
     'http://127.0.0.1:8800/v1/messages'
+    >>> probe_for("claude-code", "http://127.0.0.1:8800/v1", None, "k").url  # as the CLI
+    'http://127.0.0.1:8800/v1/messages'
     """
     base = base_url.rstrip("/")
     named = {"model": model} if model else {}
@@ -76,7 +79,7 @@ def probe_for(target: str, base_url: str, model: str | None, api_key: str | None
     if target == "claude-code":
         headers = {"anthropic-version": "2023-06-01"} | ({"x-api-key": api_key} if api_key
                                                           else {})
-        return Probe(f"{base}/v1/messages", named | {
+        return Probe(f"{anthropic_base(base)}/v1/messages", named | {
             "max_tokens": 1, "stream": True,
             "messages": [{"role": "user", "content": "Say OK."}]}, headers)
     return None
