@@ -49,7 +49,6 @@ MODEL_ALIASES = ("ANTHROPIC_DEFAULT_HAIKU_MODEL", "ANTHROPIC_DEFAULT_SONNET_MODE
                  "CLAUDE_CODE_SUBAGENT_MODEL")
 
 
-
 class ClaudeCode:
     """The Claude Code dialect (checked against Claude Code 2.1.332, the version the
     ``claude-agent-sdk`` wheel of the ``claude-code`` extra bundles)."""
