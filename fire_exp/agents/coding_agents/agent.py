@@ -284,7 +284,6 @@ class CodingCliAgent:
         files.agent_logs.mkdir(parents=True, exist_ok=True)  # the egress log lands there
         binary = env.agent_binary(self.install)
         self._check_binary(env, binary)
-        root = self._runs_as_root(env)
         target = bridge_target(session.context)
         passed = self._passed()
         env.redactor.add(passed.values())  # out of every log of the attempt
@@ -310,6 +309,9 @@ class CodingCliAgent:
             ca_files, ca_env = ca_placement(self.ca_bundle, agent_dir, self.dialect.target)
             for path, data in ca_files.items():
                 env.write_file(path, data, mode=0o444)
+            # After the files: the session's first command gives the agent's user the
+            # agent folder's subfolders as they are then (Docker's grant_script).
+            root = self._runs_as_root(env)
             extra = passed | box_variables(egress, passed) | \
                 dict(transport.env if transport else {}) | \
                 self.dialect.env(agent_dir, root=root) | endpoint.env | ca_env
