@@ -57,7 +57,11 @@ from fire_exp.agents.coding_agents.reach import (
     ca_bundle_path,
     ca_placement,
 )
-from fire_exp.agents.coding_agents.unreached import model_answered, never_answered
+from fire_exp.agents.coding_agents.unreached import (
+    egress_summary,
+    model_answered,
+    never_answered,
+)
 from fire_exp.agents.session import AgentSession, AttemptContext
 from fire_exp.agents.transcript import price_tokens
 from fire_exp.attempt_paths import AttemptPaths
@@ -442,7 +446,8 @@ class CodingCliAgent:
             raise never_answered(
                 self.name, self.binary, self.base_url, lines,
                 files.cli_stderr.read_text(errors="replace"), code=code, timed_out=timed_out,
-                redact=session.env.redactor.text, tamper=tamper)
+                redact=session.env.redactor.text, tamper=tamper,
+                egress=egress_summary(files.egress_log))
         if timed_out:
             return AgentOutcome(usage=usage, cause=Cause.AGENT_TIMEOUT,
                                 error=f"{self.binary} ran past the agent timeout", tamper=tamper)
