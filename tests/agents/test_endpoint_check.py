@@ -83,7 +83,8 @@ def test_codex_is_probed_with_a_responses_request_and_claude_with_a_messages_one
     CodexAgent(binary="/bin/true", base_url=f"{url}/v1", model="qwen-local",
                api_key_env="H33EP_KEY").preflight("docker")
     plan["body"] = MESSAGES_OK
-    ClaudeCodeAgent(binary="/bin/true", base_url=url, model="claude-local",
+    # /v1 is dropped from Claude Code's base URL (ANTHROPIC_BASE_URL): the probe's too
+    ClaudeCodeAgent(binary="/bin/true", base_url=f"{url}/v1", model="claude-local",
                     api_key_env="H33EP_KEY").preflight("docker")
     codex, claude = seen
     assert codex["path"] == "/v1/responses" and codex["headers"]["authorization"] == \
