@@ -26,6 +26,7 @@ questions, e.g. a title for the session) gets a short text answer and is not cou
 from __future__ import annotations
 
 import json
+import re
 import threading
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
@@ -84,10 +85,14 @@ def tool_results(request: dict[str, Any]) -> list[dict[str, Any]]:
             for b in m["content"] if isinstance(b, dict) and b.get("type") == "tool_result"]
 
 
-def request_text(request: dict[str, Any]) -> str:
-    """All the text the request's messages carry (strings and text blocks), joined."""
+def request_text(request: dict[str, Any], *, system: bool = False) -> str:
+    """All the text the request's messages carry (strings, text blocks, tool results),
+    joined; ``system`` false: without the ``system`` messages Claude Code adds (hook
+    context, its environment)."""
     parts: list[str] = []
     for message in request.get("messages") or []:
+        if message.get("role") == "system" and not system:
+            continue
         content = message.get("content")
         blocks = [{"type": "text", "text": content}] if isinstance(content, str) else content
         for block in blocks or []:
@@ -97,6 +102,13 @@ def request_text(request: dict[str, Any]) -> str:
                 inner = block.get("content")
                 parts.append(inner if isinstance(inner, str) else json.dumps(inner))
     return "\n".join(parts)
+
+
+def working_directory(request: dict[str, Any]) -> str | None:
+    """The folder the CLI works in, as Claude Code 2.1 tells its model (``Primary working
+    directory: DIR`` in a ``system`` message of the conversation)."""
+    found = re.search(r"Primary working directory: (\S+)", request_text(request, system=True))
+    return found.group(1) if found else None
 
 
 def message(turn: Turn, n: int, model: str) -> dict[str, Any]:
