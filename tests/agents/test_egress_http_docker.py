@@ -15,8 +15,9 @@ import pytest
 
 from fire_exp.agents.coding_agents import ClaudeCodeAgent
 from tests.agents.test_cli_container_docker import agent_logs, attempt, mounted, script
+from tests.agents.test_endpoint_tls import pki
 
-__all__ = ["script"]  # the fixture
+__all__ = ["pki", "script"]  # the fixtures
 
 pytestmark = pytest.mark.docker
 
@@ -66,7 +67,8 @@ def model() -> Iterator[int]:
 
 
 def test_a_no_network_box_streams_from_an_http_endpoint_on_the_host_loopback(
-        docker_client: Any, script: Any, tmp_path: Path, model: int) -> None:
+        docker_client: Any, script: Any, tmp_path: Path, model: int,
+        pki: dict[str, Path]) -> None:
     logs = "/logs/agent"
     stream = (f'curl -sN "$ANTHROPIC_BASE_URL/v1/stream" > {logs}/stream.txt & pid=$!; '
               f"for i in $(seq 600); do grep -q one {logs}/stream.txt && break; sleep 0.1; "
@@ -80,8 +82,13 @@ def test_a_no_network_box_streams_from_an_http_endpoint_on_the_host_loopback(
             f"curl -s -o /dev/null -w '%{{http_code}}' http://example.org/ > {logs}/refused.txt",
             # the box's own loopback is not the host's
             f"curl -s -m 3 --noproxy '*' http://127.0.0.1:{model}/v1/models > /dev/null; "
-            f"echo $? > {logs}/box-loopback.txt"])
-    agent = mounted(ClaudeCodeAgent, base_url=f"http://127.0.0.1:{model}")
+            f"echo $? > {logs}/box-loopback.txt",
+            # the CA bundle: named to Claude Code, root's and read-only to the agent's user
+            f'cp "$NODE_EXTRA_CA_CERTS" {logs}/ca.pem; stat -c "%U %a" "$NODE_EXTRA_CA_CERTS" '
+            f'> {logs}/ca.txt; (echo x >> "$NODE_EXTRA_CA_CERTS") 2> /dev/null; '
+            f"echo $? >> {logs}/ca.txt"])
+    agent = mounted(ClaudeCodeAgent, base_url=f"http://127.0.0.1:{model}",
+                    ca_bundle=str(pki["ca"]))
     record = attempt(tmp_path, "csv-column-stats", "baseline", agent)
     assert record.cause is None, record.error
     got = agent_logs(tmp_path)
@@ -92,6 +99,8 @@ def test_a_no_network_box_streams_from_an_http_endpoint_on_the_host_loopback(
         "path": "/v1/models", "host": f"127.0.0.1:{model}"}
     assert (got / "refused.txt").read_text() == "403"
     assert (got / "box-loopback.txt").read_text().strip() == "7"  # connection refused
+    assert (got / "ca.pem").read_bytes() == pki["ca"].read_bytes()
+    assert (got / "ca.txt").read_text().split() == ["root", "444", "1"]
     egress = [json.loads(x) for x in (got / "egress.jsonl").read_text().splitlines()]
     seen = sorted((e["target"], e["allowed"], e.get("request"), e.get("status"))
                   for e in egress)

@@ -15,6 +15,7 @@ import socket
 import threading
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -24,6 +25,7 @@ from fire_exp.agents.coding_agents import ClaudeCodeAgent, CodexAgent
 from fire_exp.agents.coding_agents.endpoint_check import check_endpoint
 from fire_exp.agents.coding_agents.unreached import (
     configuration_error,
+    egress_summary,
     failure_text,
     model_answered,
     never_answered,
@@ -81,7 +83,8 @@ def test_codex_is_probed_with_a_responses_request_and_claude_with_a_messages_one
     CodexAgent(binary="/bin/true", base_url=f"{url}/v1", model="qwen-local",
                api_key_env="H33EP_KEY").preflight("docker")
     plan["body"] = MESSAGES_OK
-    ClaudeCodeAgent(binary="/bin/true", base_url=url, model="claude-local",
+    # /v1 is dropped from Claude Code's base URL (ANTHROPIC_BASE_URL): the probe's too
+    ClaudeCodeAgent(binary="/bin/true", base_url=f"{url}/v1", model="claude-local",
                     api_key_env="H33EP_KEY").preflight("docker")
     codex, claude = seen
     assert codex["path"] == "/v1/responses" and codex["headers"]["authorization"] == \
@@ -208,3 +211,21 @@ def test_never_answered_is_a_provider_failure_or_stops_the_run() -> None:
                           timed_out=False, redact=redact)
     assert isinstance(stop, ProtocolError) and "The run stops" in str(stop)
     assert KEY not in str(stop) and "its default endpoint" in str(stop)
+
+
+def test_the_provider_failure_says_what_the_egress_proxy_saw(tmp_path: Path) -> None:
+    log = tmp_path / "egress.jsonl"
+    log.write_text("\n".join(json.dumps(e) for e in [
+        {"target": "127.0.0.1:9", "allowed": True, "request": "POST /v1/responses",
+         "status": None, "note": "upstream unreachable: [Errno 111] Connection refused"},
+        {"target": "chatgpt.com:443", "allowed": False, "note": "not in the agent's egress list"},
+    ]) + "\n")
+    said = egress_summary(log)
+    assert said == ("; the egress proxy let 1 connection(s) through, 0 answered (upstream "
+                    "unreachable: [Errno 111] Connection refused)")
+    failure = never_answered("codex", "codex", "http://127.0.0.1:9/v1", CODEX_UNREACHABLE, "",
+                             code=1, timed_out=False, redact=str, egress=said)
+    assert str(failure).endswith(said)
+    log.write_text(json.dumps({"target": "example.org:443", "allowed": False}) + "\n")
+    assert egress_summary(log) == "; the egress proxy let nothing through (1 refused)"
+    assert egress_summary(tmp_path / "none.jsonl") == ""

@@ -57,7 +57,11 @@ from fire_exp.agents.coding_agents.reach import (
     ca_bundle_path,
     ca_placement,
 )
-from fire_exp.agents.coding_agents.unreached import model_answered, never_answered
+from fire_exp.agents.coding_agents.unreached import (
+    egress_summary,
+    model_answered,
+    never_answered,
+)
 from fire_exp.agents.session import AgentSession, AttemptContext
 from fire_exp.agents.transcript import price_tokens
 from fire_exp.attempt_paths import AttemptPaths
@@ -284,7 +288,6 @@ class CodingCliAgent:
         files.agent_logs.mkdir(parents=True, exist_ok=True)  # the egress log lands there
         binary = env.agent_binary(self.install)
         self._check_binary(env, binary)
-        root = self._runs_as_root(env)
         target = bridge_target(session.context)
         passed = self._passed()
         env.redactor.add(passed.values())  # out of every log of the attempt
@@ -310,6 +313,9 @@ class CodingCliAgent:
             ca_files, ca_env = ca_placement(self.ca_bundle, agent_dir, self.dialect.target)
             for path, data in ca_files.items():
                 env.write_file(path, data, mode=0o444)
+            # After the files: the session's first command gives the agent's user the
+            # agent folder's subfolders as they are then (Docker's grant_script).
+            root = self._runs_as_root(env)
             extra = passed | box_variables(egress, passed) | \
                 dict(transport.env if transport else {}) | \
                 self.dialect.env(agent_dir, root=root) | endpoint.env | ca_env
@@ -440,7 +446,8 @@ class CodingCliAgent:
             raise never_answered(
                 self.name, self.binary, self.base_url, lines,
                 files.cli_stderr.read_text(errors="replace"), code=code, timed_out=timed_out,
-                redact=session.env.redactor.text, tamper=tamper)
+                redact=session.env.redactor.text, tamper=tamper,
+                egress=egress_summary(files.egress_log))
         if timed_out:
             return AgentOutcome(usage=usage, cause=Cause.AGENT_TIMEOUT,
                                 error=f"{self.binary} ran past the agent timeout", tamper=tamper)

@@ -4,7 +4,8 @@ CLI's own protocol, or the panel is refused in one line naming the URL and the e
 - Codex 0.163 speaks the Responses API: ``POST {base_url}/responses`` with
   ``Authorization: Bearer KEY`` (its provider's ``env_key``), ``stream: true``, 16 output
   tokens (the API's least).
-- Claude Code 2.1 speaks Anthropic Messages: ``POST {base_url}/v1/messages`` with
+- Claude Code 2.1 speaks Anthropic Messages: ``POST {base_url}/v1/messages`` (a
+  ``base_url`` ending in ``/v1`` loses it, as ``ANTHROPIC_BASE_URL`` does) with
   ``x-api-key: KEY`` and ``anthropic-version``, ``stream: true``, one output token.
 
 The request goes from this machine straight to the endpoint (no proxy of this process's
@@ -65,7 +66,7 @@ def probe_for(target: str, base_url: str, model: str | None, api_key: str | None
     >>> p = probe_for("codex", "http://127.0.0.1:8799/v1/", "gpt-5.5", "k")
     >>> p.url, p.body["max_output_tokens"], p.headers["Authorization"]
     ('http://127.0.0.1:8799/v1/responses', 16, 'Bearer k')
-    >>> probe_for("claude-code", "http://127.0.0.1:8800", None, "k").url
+    >>> probe_for("claude-code", "http://127.0.0.1:8800/v1", None, "k").url
     'http://127.0.0.1:8800/v1/messages'
     >>> probe_for("claude-code", "http://127.0.0.1:8800/v1", None, "k").url  # as the CLI
     'http://127.0.0.1:8800/v1/messages'
@@ -77,6 +78,7 @@ def probe_for(target: str, base_url: str, model: str | None, api_key: str | None
                                                    "stream": True},
                      {"Authorization": f"Bearer {api_key}"} if api_key else {})
     if target == "claude-code":
+        base = base.removesuffix("/v1")  # as the dialect gives it (claude_code.anthropic_base)
         headers = {"anthropic-version": "2023-06-01"} | ({"x-api-key": api_key} if api_key
                                                           else {})
         return Probe(f"{anthropic_base(base)}/v1/messages", named | {

@@ -22,11 +22,13 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Callable, Iterable, Sequence
+from pathlib import Path
 
 from fire_exp.agents.base import ProviderError
 from fire_exp.errors import ProtocolError
 
-__all__ = ["configuration_error", "failure_text", "model_answered", "never_answered"]
+__all__ = ["configuration_error", "egress_summary", "failure_text", "model_answered",
+           "never_answered"]
 
 # (pattern, what the user is told); the first match wins.
 _CONFIGURATION: tuple[tuple[re.Pattern[str], str], ...] = (
@@ -128,13 +130,35 @@ def configuration_error(text: str) -> str | None:
     return None
 
 
+def egress_summary(log: Path) -> str:
+    """What the box's egress proxy saw (``ATTEMPT/logs/agent/egress.jsonl``), in a clause
+    ("" where there was no proxy): the connections it let through and whether any request
+    was answered.
+
+    >>> egress_summary(Path("/nonexistent/egress.jsonl"))
+    ''
+    """
+    try:
+        entries = [json.loads(x) for x in log.read_text(encoding="utf-8").splitlines() if x]
+    except (OSError, json.JSONDecodeError):
+        return ""
+    through = [e for e in entries if isinstance(e, dict) and e.get("allowed")]
+    answered = [e for e in through if e.get("status")]
+    if not through:
+        refused = sum(1 for e in entries if isinstance(e, dict) and not e.get("allowed"))
+        return f"; the egress proxy let nothing through ({refused} refused)"
+    notes = sorted({str(e.get("note")) for e in through if e.get("note")})
+    return (f"; the egress proxy let {len(through)} connection(s) through, "
+            f"{len(answered)} answered" + (f" ({notes[0][:200]})" if notes else ""))
+
+
 def never_answered(agent: str, binary: str, base_url: str | None, lines: Sequence[str],
                    stderr: str, *, code: int, timed_out: bool, redact: Callable[[str], str],
-                   tamper: Sequence[str] = ()) -> ProtocolError | ProviderError:
+                   tamper: Sequence[str] = (), egress: str = "") -> ProtocolError | ProviderError:
     """The error of an attempt whose CLI never got a model answer: a configuration error
     every attempt would hit alike stops the run (ProtocolError); anything else is the
     provider's failure (ProviderError, before any action: replaced under the panel's
-    rule, never a valid failure)."""
+    rule, never a valid failure), ``egress`` (:func:`egress_summary`) appended."""
     said = redact(failure_text(lines) or stderr[-600:]).strip()
     last = said.splitlines()[-1][:600] if said else "no output"
     ended = "ran past the agent timeout" if timed_out else f"exited {code}"
@@ -144,5 +168,5 @@ def never_answered(agent: str, binary: str, base_url: str | None, lines: Sequenc
         return ProtocolError(f"agent={agent}: {config}. The run stops: every attempt would "
                              f"fail alike ({binary} {ended} with no model answer from "
                              f"{where}: {last[:300]})")
-    return ProviderError(f"{binary} never got a model answer from {where} ({ended}): {last}",
-                         before_action=True, tamper=tamper)
+    return ProviderError(f"{binary} never got a model answer from {where} ({ended}): "
+                         f"{last}{egress}", before_action=True, tamper=tamper)
