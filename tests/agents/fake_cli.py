@@ -16,6 +16,12 @@ content block, `user` tool results with `tool_use_result`, a denied call's resul
 `PreToolUse:Bash hook error: REASON`, and the final `result` with `usage`, `modelUsage`,
 `permission_denials` and `total_cost_usd`.
 
+As Codex it follows codex-cli 0.163.0 as observed (reference/real-cli.md): the call id as
+`tool_use_id`, a Bash PostToolUse `tool_response` that is the plain output (no exit code,
+also for a failed command), `--json` commands shown as `/bin/bash -lc '…'` with
+`item.started` before `item.completed`, no item for a denied call, and no event naming the
+model.
+
 The script comes from $FAKE_CLI_SCRIPT: {"commands": [...], "after_nudge": [...],
 "exit": 0}.
 """
@@ -23,6 +29,7 @@ The script comes from $FAKE_CLI_SCRIPT: {"commands": [...], "after_nudge": [...]
 import json
 import os
 import re
+import shlex
 import subprocess
 import sys
 
@@ -76,18 +83,18 @@ def fire(event, fields):
 
 def run(command, n):
     tool_input = {"command": command} if CODEX else {"command": command, "description": "run"}
-    tool = {"tool_name": "Bash", "tool_input": tool_input, "tool_use_id": f"t{n}"}
+    call_id = f"call_{n}" if CODEX else f"t{n}"
+    tool = {"tool_name": "Bash", "tool_input": tool_input, "tool_use_id": call_id}
     pre = fire("PreToolUse", tool)
     spec = (pre or {}).get("hookSpecificOutput", {})
     if spec.get("permissionDecision") == "deny":
         output, code = spec["permissionDecisionReason"], None
-        DENIALS.append({"tool_name": "Bash", "tool_use_id": f"t{n}", "tool_input": tool_input})
+        DENIALS.append({"tool_name": "Bash", "tool_use_id": call_id, "tool_input": tool_input})
     else:
         proc = subprocess.run(["bash", "-c", command], capture_output=True, text=True)
         output, code = proc.stdout + proc.stderr, proc.returncode
-        if CODEX:
-            fire("PostToolUse", tool | {"tool_response": f"Exit code: {code}\nWall time: 0 "
-                                                         f"seconds\nOutput:\n{output}"})
+        if CODEX:  # the plain output, no exit code
+            fire("PostToolUse", tool | {"tool_response": output})
         elif code == 0:
             fire("PostToolUse", tool | {"tool_response": {
                 "stdout": proc.stdout, "stderr": proc.stderr, "interrupted": False,
@@ -96,10 +103,15 @@ def run(command, n):
             fire("PostToolUseFailure", tool | {"error": f"Exit code {code}\n{output}".rstrip(),
                                                "is_interrupt": False, "duration_ms": 5})
     if CODEX:
-        if code is not None:
+        if code is not None:  # a denied call has no item
+            shown = f"/bin/bash -lc {shlex.quote(command)}"
+            emit({"type": "item.started", "item": {
+                "id": f"item_{n}", "type": "command_execution", "command": shown,
+                "aggregated_output": "", "exit_code": None, "status": "in_progress"}})
             emit({"type": "item.completed", "item": {
-                "id": f"item_{n}", "type": "command_execution", "command": command,
-                "aggregated_output": output, "exit_code": code, "status": "completed"}})
+                "id": f"item_{n}", "type": "command_execution", "command": shown,
+                "aggregated_output": output, "exit_code": code,
+                "status": "completed" if code == 0 else "failed"}})
     else:
         claude_call(n, tool_input, output, code)
 
@@ -167,9 +179,9 @@ def main():
             n += 1
             run(command, n)
     if CODEX:
-        emit({"type": "turn.completed", "usage": {"input_tokens": 1200,
-                                                  "cached_input_tokens": 0,
-                                                  "output_tokens": 300}})
+        emit({"type": "turn.completed", "usage": {
+            "input_tokens": 1200, "cached_input_tokens": 0, "cache_write_input_tokens": 0,
+            "output_tokens": 300, "reasoning_output_tokens": 0}})
     else:
         emit({"type": "result", "subtype": "success", "is_error": False, "num_turns": n + 1,
               "result": "Done.", "stop_reason": "end_turn", "session_id": SESSION,

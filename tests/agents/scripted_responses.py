@@ -14,9 +14,10 @@ An output item is a ``message`` (the model's text: no tool call, the turn ends),
 ``custom_tool_call`` (the freeform ``apply_patch`` tool, ``input`` the bare patch text).
 ``GET /v1/models`` lists the scripted model. A script is a list of replies (served in
 order; the last repeats) or a function of the request body and its number; a reply is a
-list of output items, or an :func:`http_error`.
+list of output items, or an :func:`http_error`. :func:`solution_responder` solves the
+bundled tasks: the task's ``solution/solve.sh`` as one ``exec_command`` call, then "Done.".
 
-Run it standalone for ``agent=codex`` against it::
+Run it standalone for ``agent=codex`` against it (docs/agents.md, *A worked panel*)::
 
     python -m tests.agents.scripted_responses --port 8799
     fire-exp run panel=demo agent=codex agent.base_url=http://127.0.0.1:8799/v1 \\
@@ -30,10 +31,14 @@ import json
 import threading
 from collections.abc import Callable, Sequence
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
 from typing import Any
 
-__all__ = ["MODEL", "ResponsesServer", "apply_patch", "exec_command", "hook_prompts",
-           "http_error", "message", "tool_outputs"]
+from fire_exp.paths import SUITES_DIR
+
+__all__ = ["MODEL", "ResponsesServer", "apply_patch", "cut_stream", "exec_command",
+           "hook_prompts",
+           "http_error", "message", "solution_responder", "tool_outputs"]
 
 CHECKED = "codex-cli 0.163.0"  # the client whose requests and stream reading this follows
 MODEL = "scripted-coder"
@@ -65,6 +70,12 @@ def http_error(status: int, message_text: str = "scripted failure") -> dict[str,
     return {"status": status, "body": {"error": {"message": message_text}}}
 
 
+def cut_stream() -> dict[str, Any]:
+    """A stream that stops after ``response.created`` (the connection closes before
+    ``response.completed``): Codex reconnects and asks again."""
+    return {"cut": True}
+
+
 def _input_items(request: dict[str, Any]) -> list[dict[str, Any]]:
     items = request.get("input")
     return [i for i in items if isinstance(i, dict)] if isinstance(items, list) else []
@@ -92,6 +103,33 @@ def hook_prompts(request: dict[str, Any]) -> list[str]:
             if isinstance(text, str) and "<hook_prompt" in text:
                 found.append(text)
     return found
+
+
+def _user_text(request: dict[str, Any]) -> str:
+    return "\n".join(str(part.get("text", "")) for item in _input_items(request)
+                     if item.get("role") == "user" for part in item.get("content") or []
+                     if isinstance(part, dict))
+
+
+def solution_responder(suite: Path = SUITES_DIR / "fire-mini") -> Responder:
+    """Solve a bundled task of ``suite``: its ``solve.sh`` as one call, then "Done." (a
+    conversation with a tool output in it has acted already). Stateless: one server
+    serves a whole panel."""
+    tasks = {}
+    for task in sorted(p for p in suite.iterdir() if (p / "solution" / "solve.sh").is_file()):
+        text = (task / "instruction.md").read_text(encoding="utf-8").splitlines()
+        body = "\n".join(ln for ln in text if not ln.startswith("<!--")).strip()
+        tasks[body[:200]] = (task / "solution" / "solve.sh").read_text(encoding="utf-8")
+
+    def respond(request: dict[str, Any], n: int) -> Reply:
+        if tool_outputs(request):
+            return [message("Done.")]
+        prompt = _user_text(request)
+        solve = next((script for head, script in tasks.items() if head and head in prompt),
+                     None)
+        return [exec_command(solve, f"call_{n}")] if solve else [message("Unknown task.")]
+
+    return respond
 
 
 def _usage(n: int) -> dict[str, Any]:
@@ -196,6 +234,13 @@ class ResponsesServer:
                     self._send(400, b'{"error": {"message": "not JSON"}}', "application/json")
                     return
                 n, reply = server.reply_for(body, {k.lower(): v for k, v in self.headers.items()})
+                if isinstance(reply, dict) and reply.get("cut"):
+                    self.send_response(200)
+                    self.send_header("Content-Type", "text/event-stream")
+                    self.end_headers()  # no length: the body ends when the connection does
+                    self.wfile.write(sse([], n).split(b"\n\n")[0] + b"\n\n")
+                    self.close_connection = True
+                    return
                 if isinstance(reply, dict):
                     self._send(int(reply["status"]), json.dumps(reply["body"]).encode(),
                                "application/json")
@@ -210,11 +255,11 @@ class ResponsesServer:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Serve one ``ls`` call, then "Done.", until interrupted; prints the base URL."""
+    """Serve :func:`solution_responder` until interrupted; prints the base URL."""
     parser = argparse.ArgumentParser(prog="python -m tests.agents.scripted_responses")
     parser.add_argument("--port", type=int, default=0)
     args = parser.parse_args(argv)
-    server = ResponsesServer([[exec_command("ls")], [message()]], port=args.port)
+    server = ResponsesServer(solution_responder(), port=args.port)
     print(server.url(), flush=True)
     try:
         server._httpd.serve_forever()

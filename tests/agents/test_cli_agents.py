@@ -251,3 +251,17 @@ def test_codex_cost_uses_the_configured_model_and_the_cached_rate(
     assert usage.model == "gpt-5.1-codex" and usage.cached_input_tokens == 24448
     expected = ((24763 - 24448) * 1.25 + 24448 * 0.125 + 122 * 10.0) / 1e6
     assert usage.cost_usd == pytest.approx(expected) and usage.cost_usd > 0
+
+
+def test_the_binary_frozen_is_the_one_the_boxes_run(tmp_path: Path) -> None:
+    """The preregistration's binary: this machine's for environment=local, the mounted one
+    in Docker, none where the image's own binary runs (its image names it)."""
+    from fire_exp.agents.coding_agents.packaged import binary_sha256
+
+    local = CodexAgent(binary=str(FAKE))
+    found = local.binary_identity("local")
+    assert found is not None and found.sha256 == binary_sha256(str(FAKE))
+    assert found.version.startswith("fake-cli") and found.path == str(FAKE.resolve())
+    assert local.binary_identity("docker") is None  # the image's `binary` runs there
+    mounted = CodexAgent(binary="codex", install={"host_binary": str(FAKE)})
+    assert mounted.binary_identity("docker") == found

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import tomllib
+from pathlib import Path
 
 import pytest
 
@@ -73,3 +74,16 @@ def test_a_local_model_without_a_codex_binary_is_refused_by_name() -> None:
 
     with pytest.raises(EnvironmentFailure, match="no Codex binary on this machine"):
         Codex(host_binary=None).endpoint("/a", "http://h:1/v1", "local", "K")
+
+
+def test_a_local_model_codex_cannot_describe_is_refused_before_the_panel(
+        monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    from fire_exp.agents.coding_agents import CodexAgent, packaged
+    from fire_exp.errors import PreflightError
+
+    monkeypatch.setenv("PATH", str(tmp_path))
+    monkeypatch.setattr(packaged, "WHEELS", {})  # no wheel, no codex on PATH
+    agent = CodexAgent(base_url="http://127.0.0.1:1/v1", model="local-coder")
+    with pytest.raises(PreflightError, match="no Codex binary on this machine to read model "
+                                             "'local-coder'"):
+        agent.preflight("docker")

@@ -22,6 +22,7 @@ from tests.agents.agent_support import RunFn
 from tests.agents.scripted_responses import (
     ResponsesServer,
     apply_patch,
+    cut_stream,
     exec_command,
     hook_prompts,
     message,
@@ -99,3 +100,16 @@ def test_the_real_codex_gets_the_stop_instruction_in_its_next_request(
     assert summary["by_event"]["Stop"] == 2 and summary["load_errors"] == 0
     assert [s["command"] for s in steps(tmp_path) if s["kind"] == "command"] == \
         ["python3 status_server.py &", "echo second turn"]
+
+
+def test_a_stream_cut_the_real_codex_recovers_from_is_judged_by_its_turn(
+        codex_binary: str, run_task: RunFn, tmp_path: Path) -> None:
+    """Codex prints ``{"type":"error","message":"Reconnecting... 1/5 …"}`` and asks again;
+    the turn completes, so the attempt is an honest one, not ``agent_error``."""
+    script = [cut_stream(), [exec_command("ls", "call_ls")], [message("Done.")]]
+    with ResponsesServer(script) as server:
+        record = run_task("csv-column-stats", "real", codex(server))
+    stdout = (tmp_path / "attempt/logs/agent/cli-stdout.jsonl").read_text()
+    assert '"message":"Reconnecting... 1/5' in stdout and len(server.requests) == 3
+    assert record.cause is None and record.error is None, record.error
+    assert record.valid and record.n_commands == 1

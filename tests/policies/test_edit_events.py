@@ -103,10 +103,10 @@ def test_the_claude_transcript_reads_edit_tool_blocks() -> None:
 
 def test_the_codex_transcript_reads_file_change_items() -> None:
     out = parse_codex_json(lines("codex-exec-json-docs__command-file-change-usage.jsonl"))
-    assert [(c.command, c.paths) for c in out.commands] == [
-        ("bash -lc 'cat docs/guide.md'", ()),
+    assert [(c.command, c.paths) for c in out.commands] == [  # bare, as the hooks see them
+        ("cat docs/guide.md", ()),
         ("apply_patch", ("/app/docs/guide.md", "/app/enc.py")),
-        ("bash -lc 'diff docs/guide.md.orig docs/guide.md'", ())]
+        ("diff docs/guide.md.orig docs/guide.md", ())]
     assert (out.input_tokens, out.cached_input_tokens, out.output_tokens) == (24763, 24448, 122)
 
 

@@ -234,6 +234,7 @@ class CodingCliAgent:
                 the model endpoint does not answer (the message names the URL and the
                 error).
         """
+        self._check_dialect_endpoint()
         self.check_endpoint()
         if environment != "local":
             return
@@ -265,6 +266,16 @@ class CodingCliAgent:
         check_endpoint(self.name, self.dialect.target, self.base_url,
                        self.model or self.dialect.default_model(), self.api_key_env,
                        self._passed().get(self.api_key_env), ca_bundle=self.ca_bundle)
+
+    def _check_dialect_endpoint(self) -> None:
+        """What the dialect makes of ``base_url`` and ``model`` (Codex: the model's
+        metadata from the binary), once before the panel rather than in every attempt."""
+        try:
+            self.dialect.endpoint("/preflight", self.base_url, self.model, self.api_key_env)
+        except EnvironmentFailure as exc:
+            raise PreflightError(f"agent={self.name}: {exc}",
+                                 "point agent.binary or agent.install.host_binary at the "
+                                 "CLI, or fix agent.base_url / agent.model") from None
 
     def prepare_boxes(self, backend: type[Environment] | None, tasks: Sequence[Task],
                       env_params: Mapping[str, Any]) -> None:

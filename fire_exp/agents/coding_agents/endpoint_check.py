@@ -66,7 +66,7 @@ def probe_for(target: str, base_url: str, model: str | None, api_key: str | None
     >>> p = probe_for("codex", "http://127.0.0.1:8799/v1/", "gpt-5.5", "k")
     >>> p.url, p.body["max_output_tokens"], p.headers["Authorization"]
     ('http://127.0.0.1:8799/v1/responses', 16, 'Bearer k')
-    >>> probe_for("claude-code", "http://127.0.0.1:8800/v1", None, "k").url
+    >>> probe_for("claude-code", "http://127.0.0.1:8800", None, "k").url
     'http://127.0.0.1:8800/v1/messages'
     >>> probe_for("claude-code", "http://127.0.0.1:8800/v1", None, "k").url  # as the CLI
     'http://127.0.0.1:8800/v1/messages'
@@ -78,7 +78,6 @@ def probe_for(target: str, base_url: str, model: str | None, api_key: str | None
                                                    "stream": True},
                      {"Authorization": f"Bearer {api_key}"} if api_key else {})
     if target == "claude-code":
-        base = base.removesuffix("/v1")  # as the dialect gives it (claude_code.anthropic_base)
         headers = {"anthropic-version": "2023-06-01"} | ({"x-api-key": api_key} if api_key
                                                           else {})
         return Probe(f"{anthropic_base(base)}/v1/messages", named | {
