@@ -80,8 +80,9 @@ def test_codex_is_probed_with_a_responses_request_and_claude_with_a_messages_one
     url, plan, seen = endpoint
     monkeypatch.setenv("H33EP_KEY", KEY)
     plan["body"] = RESPONSES_OK
+    # The probe alone (preflight also asks the dialect, which runs Codex's binary).
     CodexAgent(binary="/bin/true", base_url=f"{url}/v1", model="qwen-local",
-               api_key_env="H33EP_KEY").preflight("docker")
+               api_key_env="H33EP_KEY").check_endpoint()
     plan["body"] = MESSAGES_OK
     # /v1 is dropped from Claude Code's base URL (ANTHROPIC_BASE_URL): the probe's too
     ClaudeCodeAgent(binary="/bin/true", base_url=f"{url}/v1", model="claude-local",
@@ -112,7 +113,7 @@ def test_an_endpoint_that_refuses_the_probe_refuses_the_panel_in_one_line(
     agent = CodexAgent(binary="/bin/true", base_url=f"{url}/v1", model="nope",
                        api_key_env="H33EP_KEY")
     with pytest.raises(PreflightError) as caught:
-        agent.preflight("docker")
+        agent.check_endpoint()  # preflight's probe (its dialect check runs Codex's binary)
     message = str(caught.value)
     assert f"POST {url}/v1/responses" in message and said in message and fix in message
     assert "\n" not in message and KEY not in message

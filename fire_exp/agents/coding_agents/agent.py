@@ -234,7 +234,7 @@ class CodingCliAgent:
                 the model endpoint does not answer (the message names the URL and the
                 error).
         """
-        self._check_dialect_endpoint()
+        self._check_dialect_endpoint()  # a configuration error first, with no request
         self.check_endpoint()
         if environment != "local":
             return
