@@ -49,3 +49,8 @@ class PreflightError(FireExpError):
 class ProtocolError(FireExpError):
     """The other side refused a request fire-exp built: no attempt can succeed, so the run
     stops (the message quotes the server)."""
+
+
+class NothingMeasuredError(ProtocolError):
+    """The run's first attempts all failed before any model answer: the run stops rather
+    than spend its schedule measuring nothing (runner/nothing_measured.py)."""

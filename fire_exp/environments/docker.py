@@ -387,7 +387,7 @@ class DockerEnvironment(Environment):
         gateway = gateway_of(self._client, self.network)
         proxy = EgressProxy(gateway, list(allowed), log_path)
         try:  # from now on the container reaches the proxy, and nothing else but loopback
-            confine_to_proxy(self._running(), gateway, proxy.port)
+            confine_to_proxy(self._running(), gateway, proxy.ports)
         except BaseException:
             proxy.close()
             raise

@@ -6,7 +6,7 @@ address on the bridge and delivers locally whatever reaches it), so a listener o
 host's addresses (the docker0 bridge, the gateway itself, the host's own interfaces) answers
 the container. The harness therefore installs, in the container's own network namespace, a
 packet filter whose only way out is the proxy: loopback, and TCP to the gateway at the
-proxy's port; everything else (IPv4 and IPv6) is rejected at once. The rules live and die
+proxy's ports (its own, and one per ``http://`` endpoint it forwards); everything else (IPv4 and IPv6) is rejected at once. The rules live and die
 with the container's namespace: nothing is left on the host, and no run touches another's.
 
 The agent cannot lift them: a container's root lacks ``CAP_NET_ADMIN`` (Docker's default
@@ -20,6 +20,7 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
+from collections.abc import Sequence
 from typing import Any
 
 from fire_exp.environments.failure import EnvironmentFailure
@@ -29,8 +30,9 @@ __all__ = ["HOW_TO_FIX", "cannot_confine", "confine_to_proxy", "filter_rules"]
 _TIMEOUT_S = 30.0
 
 
-def filter_rules(gateway: str | None, port: int | None) -> str:
-    """The ``iptables-restore`` input of the filter table: loopback, the proxy, nothing else.
+def filter_rules(gateway: str | None, port: int | Sequence[int] | None) -> str:
+    """The ``iptables-restore`` input of the filter table: loopback, the proxy (its port, or
+    its ports: the proxy's own and its forward listeners'), nothing else.
 
     >>> print(filter_rules("172.18.0.1", 40123))  # doctest: +NORMALIZE_WHITESPACE
     *filter
@@ -45,8 +47,9 @@ def filter_rules(gateway: str | None, port: int | None) -> str:
     """
     lines = ["*filter", ":INPUT ACCEPT [0:0]", ":FORWARD DROP [0:0]", ":OUTPUT DROP [0:0]",
              "-A OUTPUT -o lo -j ACCEPT"]
-    if gateway is not None and port is not None:
-        lines.append(f"-A OUTPUT -d {gateway} -p tcp --dport {port} -j ACCEPT")
+    ports = [] if port is None else [port] if isinstance(port, int) else list(port)
+    if gateway is not None:
+        lines += [f"-A OUTPUT -d {gateway} -p tcp --dport {p} -j ACCEPT" for p in ports]
     # Reject rather than drop: a refused connection fails at once, not after a timeout.
     lines += ["-A OUTPUT -p tcp -j REJECT --reject-with tcp-reset", "-A OUTPUT -j REJECT",
               "COMMIT"]
@@ -94,9 +97,10 @@ def cannot_confine() -> str | None:
             f"{', '.join(_TOOLS)} on the Docker host (missing: {', '.join(missing)})")
 
 
-def confine_to_proxy(container: Any, gateway: str | None = None, port: int | None = None
-                     ) -> None:
-    """Let ``container`` reach only loopback and ``gateway:port`` (with None: loopback only).
+def confine_to_proxy(container: Any, gateway: str | None = None,
+                     port: int | Sequence[int] | None = None) -> None:
+    """Let ``container`` reach only loopback and ``gateway`` at ``port`` (or each of
+    several ports; with None: loopback only).
 
     Raises EnvironmentFailure (the attempt fails closed) when the rules cannot be installed.
     """

@@ -11,6 +11,8 @@ SessionStart        SessionStart    ``prompt`` if present; otherwise only record
 PreToolUse          PreToolUse      ``tool_input.command`` of a shell tool (``Bash``), or
                                     the files of an edit tool (a write event)
 PostToolUse         PostToolUse     the same, ``tool_response`` as output and exit code
+PostToolUseFailure  PostToolUse     the same, a failed call's ``error`` as output and exit
+                                    code (Claude Code 2.1 sends it instead of PostToolUse)
 Stop                Stop            ``stop_hook_active``
 ==================  ==============  ======================================================
 
@@ -46,6 +48,7 @@ from fire_exp.policies.tool_payloads import (
     EDIT_TOOLS,
     SHELL_TOOLS,
     edit_paths,
+    failure_output,
     shell_command,
     tool_output,
 )
@@ -56,7 +59,7 @@ Cli = Literal["claude-code", "codex"]
 HOOK_EVENTS: dict[str, EventName] = {"SessionStart": "SessionStart",
                                      "UserPromptSubmit": "SessionStart",
                                      "PreToolUse": "PreToolUse", "PostToolUse": "PostToolUse",
-                                     "Stop": "Stop"}
+                                     "PostToolUseFailure": "PostToolUse", "Stop": "Stop"}
 
 
 def load_arm_families(portfolio: str | Path, arm: str,
@@ -143,7 +146,11 @@ def parse_payload(hook_event: str, payload: Any) -> HookCall:
     tool_input = payload.get("tool_input") or {}
     paths = edit_paths(tool_name, tool_input)
     command = "" if tool_name in EDIT_TOOLS else shell_command(tool_input)
-    output, exit_code = tool_output(payload.get("tool_response"))
+    if hook_event == "PostToolUseFailure":  # the failed call's outcome, with its code
+        output, code = failure_output(payload.get("error"))
+        exit_code: int | None = code
+    else:
+        output, exit_code = tool_output(payload.get("tool_response"))
     prompt = payload.get("prompt")
     tool_use_id = payload.get("tool_use_id")
     return HookCall(hook_event=hook_event, session_id=session_id, tool_name=tool_name,

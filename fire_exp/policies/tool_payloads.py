@@ -8,7 +8,10 @@ shim share them. The shapes follow:
   ``Bash`` ``tool_input.command``; ``Edit`` ``{file_path, old_string, new_string}``,
   ``MultiEdit`` ``{file_path, edits}``, ``Write`` ``{file_path, content}``,
   ``NotebookEdit`` ``{notebook_path, new_source}``; the Bash ``tool_response`` is
-  ``{stdout, stderr, interrupted}`` with no exit code (PostToolUse follows a success).
+  ``{stdout, stderr, interrupted, isImage, noOutputExpected}`` with no exit code
+  (PostToolUse follows a success); a failed call gets ``PostToolUseFailure`` instead, with
+  ``error`` (a command's is ``Exit code N`` and its output on the next lines) and
+  ``is_interrupt`` (Claude Code 2.1.332, observed).
 - Codex hooks (https://developers.openai.com/codex/hooks): the shell tool reports as
   ``Bash``, ``apply_patch`` with the raw patch as ``tool_input.command``; the shell
   ``tool_response`` is a string in one of three shapes — the plain output (current
@@ -27,6 +30,7 @@ SHELL_TOOLS = frozenset({"Bash", "bash", "shell", "local_shell", "exec_command"}
 EDIT_TOOLS = frozenset({"Edit", "MultiEdit", "Write", "NotebookEdit", "apply_patch"})
 KEPT = 4000
 _EXIT = re.compile(r"^(?:Exit code: |Process exited with code )(-?\d+)", re.M)
+_CLAUDE_EXIT = re.compile(r"\A(?:Error: )?Exit code (-?\d+)(?:\n|\Z)")
 _OUTPUT = re.compile(r"^(?:Final output|Output):\n", re.M)
 _PATCH_FILE = re.compile(r"^\*\*\* (?:Add|Update|Delete) File: (.+?)\s*$|^\*\*\* Move to: (.+?)\s*$",
                          re.M)
@@ -79,3 +83,29 @@ def tool_output(response: Any) -> tuple[str, int | None]:
     if code is None and isinstance(response.get("success"), bool):  # an edit tool's result
         code = 0 if response["success"] else 1
     return text[-KEPT:], code
+
+
+def failure_output(error: Any) -> tuple[str, int]:
+    """The output and exit code of a failed call, from Claude Code's ``error`` text.
+
+    A command's error is ``Exit code N`` and then its output; any other failure (an edit
+    that found nothing to replace, a command interrupted or timed out) states no code and
+    counts as 1: the CLI said it failed, so no reading of its output may make it a success.
+
+    >>> failure_output("Exit code 2\\nls: cannot access 'x'")
+    ("ls: cannot access 'x'", 2)
+    >>> failure_output("String to replace not found in file.")
+    ('String to replace not found in file.', 1)
+    """
+    text = error if isinstance(error, str) else json.dumps(error)
+    return command_exit(text) or (text[-KEPT:], 1)
+
+
+def command_exit(text: str) -> tuple[str, int] | None:
+    """The output and exit code of a command Claude Code reports as failed (``Exit code
+    N`` and its output, in a ``PostToolUseFailure`` error or an error ``tool_result``);
+    None: ``text`` is no command's exit (a hook's deny, an interrupt)."""
+    match = _CLAUDE_EXIT.match(text)
+    if match is None:
+        return None
+    return text[match.end():][-KEPT:], int(match.group(1))

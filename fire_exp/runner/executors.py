@@ -59,6 +59,10 @@ class LocalExecutor:
             except KeyboardInterrupt:
                 _abandon(live, running, panel, on_done)
                 raise
+            except ProtocolError:  # the run stops: the attempts in flight end now
+                for env in list(live):
+                    env.cancelled.set()
+                raise
 
 
 def _result(future: cf.Future[AttemptRecord], job: AttemptJob, panel: Panel) -> AttemptRecord:

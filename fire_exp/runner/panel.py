@@ -21,6 +21,7 @@ from fire_exp.records import AttemptRecord, StartedRecord, now_iso
 from fire_exp.runner.cleanup import deferred_interrupts, reap
 from fire_exp.runner.job_records import finish_record
 from fire_exp.runner.model import AttemptJob, Executor, Panel, job_for
+from fire_exp.runner.nothing_measured import NothingMeasured
 from fire_exp.runner.progress import Progress, make_progress
 from fire_exp.runner.replacement import owed_attempts, replacements_per_arm, split_id
 from fire_exp.runner.stopping import Stop, StopMonitor
@@ -70,6 +71,7 @@ def run_panel(panel: Panel, run_dir: Path, progress: Progress | None = None,
             monitor.check(queue)  # a resumed run decides again from its records first
             monitor.clear_stale()
         progress = progress or make_progress(len(queue))
+        guard = NothingMeasured(len(queue))
         ran = 0
 
         def on_start(job: AttemptJob) -> None:
@@ -100,6 +102,7 @@ def run_panel(panel: Panel, run_dir: Path, progress: Progress | None = None,
                     monitor.finished(record)
                     monitor.check(queue)
             progress.finished(record)
+            guard.finished(record)  # raises when the first attempts never got an answer
 
         try:
             (executor or panel.executor).run(panel, queue, on_start, on_done)

@@ -3,14 +3,25 @@
 
 It follows the CLIs' behaviour closely enough to test the wiring: it reads the hook
 settings (`--settings FILE`, or `$CODEX_HOME/hooks.json`), runs each matching hook command
-with the CLI's stdin, honours a PreToolUse deny and a Stop block, runs the scripted commands
-with bash, and prints stream-json (Claude) or `--json` events (Codex).
+with the CLI's stdin, honours a PreToolUse deny and a Stop block, runs the scripted
+commands with bash, and prints stream-json (Claude) or `--json` events (Codex).
 
-Versions followed: Claude Code 2.0 (its documented shapes); codex-cli 0.163.0 as observed
-(reference/real-cli.md): the call id as `tool_use_id`, a Bash PostToolUse `tool_response`
-that is the plain output (no exit code, also for a failed command), `--json` commands shown
-as `/bin/bash -lc '…'` with `item.started` before `item.completed`, no item for a denied
-call, and no event naming the model.
+As Claude Code it follows 2.1.332 as observed (tests/fixtures/protocols/claude-code-2.1.332__*):
+as root it refuses `--permission-mode bypassPermissions` unless IS_SANDBOX=1; Bash
+`tool_input {command, description}`; PostToolUse `tool_response {stdout, stderr,
+interrupted, isImage, noOutputExpected}` for a success, PostToolUseFailure `{error: "Exit
+code N\n<output>", is_interrupt}` for a failure; Stop with `last_assistant_message`;
+stream-json `system/init` (model, tools, claude_code_version), one `assistant` line per
+content block, `user` tool results with `tool_use_result`, a denied call's result
+`PreToolUse:Bash hook error: REASON`, and the final `result` with `usage`, `modelUsage`,
+`permission_denials` and `total_cost_usd`.
+
+As Codex it follows codex-cli 0.163.0 as observed (reference/real-cli.md): the call id as
+`tool_use_id`, a Bash PostToolUse `tool_response` that is the plain output (no exit code,
+also for a failed command), `--json` commands shown as `/bin/bash -lc '…'` with
+`item.started` before `item.completed`, no item for a denied call, and no event naming the
+model.
+
 The script comes from $FAKE_CLI_SCRIPT: {"commands": [...], "after_nudge": [...],
 "exit": 0}.
 """
@@ -27,6 +38,9 @@ if sys.argv[1:] == ["--version"]:
     sys.exit(0)
 CODEX = len(sys.argv) > 1 and sys.argv[1] == "exec"
 SESSION = "fake-session-1"
+CLAUDE_VERSION = "2.1.332"
+MODEL = "claude-fake-1"
+DENIALS = []
 
 
 def emit(obj):
@@ -52,6 +66,8 @@ def fire(event, fields):
                "hook_event_name": event, "permission_mode": "bypassPermissions"} | fields
     if CODEX:
         payload |= {"model": "gpt-5-codex", "turn_id": "turn-1"}
+    else:
+        payload |= {"prompt_id": "fake-prompt-1", "effort": {"level": "high"}}
     answer = None
     for group in HOOKS.get(event, []):
         # A matcher is a regular expression over the tool name (both CLIs' docs).
@@ -66,18 +82,26 @@ def fire(event, fields):
 
 
 def run(command, n):
+    tool_input = {"command": command} if CODEX else {"command": command, "description": "run"}
     call_id = f"call_{n}" if CODEX else f"t{n}"
-    tool = {"tool_name": "Bash", "tool_input": {"command": command}, "tool_use_id": call_id}
+    tool = {"tool_name": "Bash", "tool_input": tool_input, "tool_use_id": call_id}
     pre = fire("PreToolUse", tool)
     spec = (pre or {}).get("hookSpecificOutput", {})
     if spec.get("permissionDecision") == "deny":
         output, code = spec["permissionDecisionReason"], None
+        DENIALS.append({"tool_name": "Bash", "tool_use_id": call_id, "tool_input": tool_input})
     else:
         proc = subprocess.run(["bash", "-c", command], capture_output=True, text=True)
         output, code = proc.stdout + proc.stderr, proc.returncode
-        response = ({"stdout": proc.stdout, "stderr": proc.stderr, "interrupted": False,
-                     "isImage": False} if not CODEX else output)
-        fire("PostToolUse", tool | {"tool_response": response})
+        if CODEX:  # the plain output, no exit code
+            fire("PostToolUse", tool | {"tool_response": output})
+        elif code == 0:
+            fire("PostToolUse", tool | {"tool_response": {
+                "stdout": proc.stdout, "stderr": proc.stderr, "interrupted": False,
+                "isImage": False, "noOutputExpected": False}, "duration_ms": 5})
+        else:  # Claude Code 2.1: a failed command's outcome is PostToolUseFailure
+            fire("PostToolUseFailure", tool | {"error": f"Exit code {code}\n{output}".rstrip(),
+                                               "is_interrupt": False, "duration_ms": 5})
     if CODEX:
         if code is not None:  # a denied call has no item
             shown = f"/bin/bash -lc {shlex.quote(command)}"
@@ -89,11 +113,31 @@ def run(command, n):
                 "aggregated_output": output, "exit_code": code,
                 "status": "completed" if code == 0 else "failed"}})
     else:
-        emit({"type": "assistant", "message": {"model": "claude-fake-1", "content": [
-            {"type": "tool_use", "id": f"t{n}", "name": "Bash", "input": {"command": command}}]}})
-        emit({"type": "user", "message": {"content": [
-            {"type": "tool_result", "tool_use_id": f"t{n}", "content": output,
-             "is_error": code != 0}]}})
+        claude_call(n, tool_input, output, code)
+
+
+def claude_call(n, tool_input, output, code):
+    """A Bash call in Claude Code 2.1's stream-json: a text block and the tool_use block of
+    one message (a line each), then the user line with its result."""
+    message = {"id": f"msg_{n:02d}", "type": "message", "role": "assistant", "model": MODEL,
+               "stop_reason": None, "usage": {"input_tokens": 100, "output_tokens": 1}}
+    for block in ({"type": "text", "text": "Running it."},
+                  {"type": "tool_use", "id": f"t{n}", "name": "Bash", "input": tool_input}):
+        emit({"type": "assistant", "message": message | {"content": [block]},
+              "session_id": SESSION})
+    if code is None:
+        content, result = f"PreToolUse:Bash hook error: {output}", f"Error: PreToolUse:Bash " \
+            f"hook error: {output}"
+    elif code:
+        content = f"Exit code {code}\n{output}".rstrip()
+        result = f"Error: {content}"
+    else:
+        content = output.rstrip("\n") or "(Bash completed with no output)"
+        result = {"stdout": output, "stderr": "", "interrupted": False, "isImage": False,
+                  "noOutputExpected": False}
+    emit({"type": "user", "message": {"role": "user", "content": [
+        {"type": "tool_result", "tool_use_id": f"t{n}", "content": content,
+         "is_error": code != 0}]}, "session_id": SESSION, "tool_use_result": result})
 
 
 def main():
@@ -102,8 +146,19 @@ def main():
     if CODEX:
         emit({"type": "thread.started", "thread_id": SESSION})
     else:
-        emit({"type": "system", "subtype": "init", "model": "claude-fake-1",
-              "session_id": SESSION})
+        bypass = "bypassPermissions" in sys.argv or "--dangerously-skip-permissions" in sys.argv
+        if bypass and os.geteuid() == 0 and os.environ.get("IS_SANDBOX") != "1":
+            print("--dangerously-skip-permissions cannot be used with root/sudo privileges "
+                  "for security reasons", file=sys.stderr)
+            return 1
+        emit({"type": "system", "subtype": "init", "cwd": os.getcwd(), "session_id": SESSION,
+              "tools": ["Task", "Bash", "Edit", "Read", "Write", "NotebookEdit"],
+              "model": MODEL, "permissionMode": "bypassPermissions",
+              "claude_code_version": CLAUDE_VERSION})
+        if script.get("retry"):
+            emit({"type": "system", "subtype": "api_retry", "attempt": 1, "max_retries": 10,
+                  "retry_delay_ms": 500, "error_status": 500, "error": "server_error",
+                  "session_id": SESSION})
     if script.get("exit"):
         print("authentication failed", file=sys.stderr)
         return script["exit"]
@@ -114,8 +169,8 @@ def main():
         run(command, n)
     active = False
     for _ in range(10):
-        answer = fire("Stop", {"stop_hook_active": active}
-                      | ({"last_assistant_message": "Done."} if CODEX else {}))
+        answer = fire("Stop", {"stop_hook_active": active, "last_assistant_message": "Done."}
+                      | ({} if CODEX else {"background_tasks": [], "session_crons": []}))
         if not answer or answer.get("decision") != "block":
             break
         assert answer["reason"].strip()
@@ -129,9 +184,14 @@ def main():
             "output_tokens": 300, "reasoning_output_tokens": 0}})
     else:
         emit({"type": "result", "subtype": "success", "is_error": False, "num_turns": n + 1,
-              "result": "Done.", "total_cost_usd": 0.0123,
+              "result": "Done.", "stop_reason": "end_turn", "session_id": SESSION,
+              "total_cost_usd": 0.0123,
               "usage": {"input_tokens": 1000, "cache_creation_input_tokens": 100,
-                        "cache_read_input_tokens": 50, "output_tokens": 250}})
+                        "cache_read_input_tokens": 50, "output_tokens": 250},
+              "modelUsage": {MODEL: {"inputTokens": 1000, "outputTokens": 250,
+                                     "cacheReadInputTokens": 50,
+                                     "cacheCreationInputTokens": 100, "costUSD": 0.0123}},
+              "permission_denials": DENIALS, "terminal_reason": "completed"})
     return 0
 
 

@@ -72,7 +72,7 @@ def test_claude_code_runs_with_hooks_and_is_read_back(monkeypatch, fake_key, run
              .splitlines()]
     assert [(s["kind"], s["denied"]) for s in steps] == \
         [("command", True), ("command", False), ("command", False), ("stop", False)]
-    assert steps[2]["output"] == "the key is ***\n"
+    assert steps[2]["output"] == "the key is ***"  # Claude Code 2.1 drops the last newline
     usage = record.usage
     assert (usage.input_tokens, usage.output_tokens) == (1150, 250)
     assert usage.cost_usd == pytest.approx(0.0123) and usage.model == "claude-fake-1"
@@ -80,7 +80,8 @@ def test_claude_code_runs_with_hooks_and_is_read_back(monkeypatch, fake_key, run
               .read_text().splitlines()]
     assert [(e["family"], e["decision"]) for e in events] == [("database_evidence", "deny")]
     settings = json.loads((tmp_path / "attempt" / "hooks" / "claude-settings.json").read_text())
-    assert set(settings["hooks"]) == {"UserPromptSubmit", "PreToolUse", "PostToolUse", "Stop"}
+    assert set(settings["hooks"]) == {"UserPromptSubmit", "PreToolUse", "PostToolUse",
+                                      "PostToolUseFailure", "Stop"}
     for path in (tmp_path / "attempt").rglob("*"):
         if path.is_file():
             assert FAKE_KEY.encode() not in path.read_bytes(), path

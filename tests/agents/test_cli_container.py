@@ -168,7 +168,7 @@ def test_a_portfolio_that_fails_to_load_answers_nothing_and_is_logged(tmp_path: 
 def test_the_settings_point_every_hook_at_the_shim() -> None:
     real = build_arm("real", load_portfolio("fire-core"), load_portfolio("controls"))
     settings = settings_document(list(real.families), RelayHooks.command_for,
-                                 MATCHERS["claude-code"], 30)
+                                 MATCHERS["claude-code"], 30, cli="claude-code")
     commands = [h["command"] for groups in settings["hooks"].values() for g in groups
                 for h in g["hooks"]]
     assert commands and all(c.startswith(f"{SHIM} ") for c in commands)
@@ -232,13 +232,17 @@ def test_the_egress_proxy_tunnels_only_to_listed_endpoints(tmp_path: Path) -> No
         ok = _through(proxy, f"CONNECT 127.0.0.1:{port} HTTP/1.1\r\n\r\n".encode())
         refused = _through(proxy, b"CONNECT example.org:443 HTTP/1.1\r\n\r\n")
         plain = _through(proxy, b"GET http://example.org/ HTTP/1.1\r\n\r\n")
+        origin = _through(proxy, b"GET /v1/models HTTP/1.1\r\n\r\n")
     finally:
         proxy.close()
         upstream.close()
     assert ok.startswith(b"HTTP/1.1 200") and b"hello from upstream" in ok
-    assert refused.startswith(b"HTTP/1.1 403") and plain.startswith(b"HTTP/1.1 405")
+    assert refused.startswith(b"HTTP/1.1 403") and plain.startswith(b"HTTP/1.1 403")
+    assert origin.startswith(b"HTTP/1.1 405")  # not a proxy request: nowhere to send it
     log = [json.loads(x) for x in (tmp_path / "egress.jsonl").read_text().splitlines()]
-    assert [e["allowed"] for e in log] == [True, False, False]
+    assert [(e["target"], e["allowed"]) for e in log] == [
+        (f"127.0.0.1:{port}", True), ("example.org:443", False), ("example.org:80", False),
+        ("GET /v1/models", False)]
     assert parse_endpoint("https://api.anthropic.com/v1") == ("api.anthropic.com", 443)
 
 

@@ -86,7 +86,8 @@ def claude(*calls: tuple[str, str, dict[str, Any], str | None, bool]) -> CliTran
     return parse_claude_stream(json.dumps(o) for o in out)
 
 
-DENIED_RESULT = "Hook PreToolUse:Bash denied this tool"  # Claude Code 2.1's tool_result
+# Claude Code 2.1.332's tool_result for a call a PreToolUse hook denied (observed)
+DENIED_RESULT = "PreToolUse:Bash hook error: the evidence must stay unchanged"
 
 
 def honest_claude(host: Host) -> CliTranscript:
@@ -122,7 +123,8 @@ def test_a_tool_call_no_hook_saw_is_named(tmp_path: Path) -> None:
     assert found.denied == frozenset()  # no host deny: the command log shows it ran
 
 
-@pytest.mark.parametrize("how", ["success result", "PostToolUse of its id"])
+@pytest.mark.parametrize("how", ["success result", "exit code result", "PostToolUse of its id",
+                                 "PostToolUseFailure of its id"])
 def test_a_denied_command_that_ran_is_named(how: str, tmp_path: Path) -> None:
     """An answer forged in the spool: the host logged a deny, the command ran."""
     host = Host(tmp_path)
@@ -130,9 +132,15 @@ def test_a_denied_command_that_ran_is_named(how: str, tmp_path: Path) -> None:
     assert "deny" in host.bash("PreToolUse", DUMP, "toolu_01")
     if how == "success result":
         result, is_error = "CREATE TABLE orders(...);", False
-    else:
+    elif how == "exit code result":  # Claude Code 2.1's result of a command that failed
+        result, is_error = "Exit code 1\nError: database is locked", True
+    elif how == "PostToolUse of its id":
         host.bash("PostToolUse", DUMP, "toolu_01")
         result, is_error = "Error: database is locked", True  # it ran, and failed
+    else:
+        host.bash("PostToolUseFailure", DUMP, "toolu_01", error="Exit code 1\nlocked",
+                  is_interrupt=False)
+        result, is_error = "Error: database is locked", True
     transcript = claude(("toolu_01", "Bash", {"command": DUMP}, result, is_error))
     found = reconcile(transcript, host.lines, reports_denied_calls=True)
     assert found.reasons == (f"denied command ran: `{DUMP}`",)
@@ -206,6 +214,50 @@ def test_the_documented_claude_code_shapes_reconcile(tmp_path: Path) -> None:
         host.answerer.answer("PreToolUse", json.dumps(raw).encode())
     assert transcript.session_id == "4c1d" and len(transcript.commands) == 6
     assert reconcile(transcript, host.lines, reports_denied_calls=True).reasons == ()
+
+
+def test_the_observed_claude_code_2_1_stream_reconciles_with_its_hook_calls(
+        tmp_path: Path) -> None:
+    """Claude Code 2.1.332's own stream (an API retry, a text block and a tool_use of one
+    message, a denied call, a failed command, a Write, a Stop instruction) against its hook
+    calls: PostToolUse for a success, PostToolUseFailure for the failure, none when denied."""
+    transcript = parse_claude_stream(lines(
+        "claude-code-2.1.332__stream-json-retry-deny-failure-write-stop.jsonl"))
+    assert [(c.command, c.exit_code, c.ran) for c in transcript.commands] == [
+        ("echo hello", 0, True), ("echo forbidden", 1, None),
+        ("echo out; echo err >&2; exit 3", 3, True), ("Write", 0, True)]
+    assert transcript.commands[2].output == "out\nerr"
+    assert transcript.commands[3].paths == ("/app/notes.txt",)
+    assert (transcript.input_tokens, transcript.output_tokens) == (600, 120)
+    assert transcript.model == "scripted-claude-1" and transcript.errors == []
+    session = transcript.session_id or ""
+    host = Host(tmp_path)
+    host.call("UserPromptSubmit", session=session, prompt="do it")
+    post = fixture("claude-code-2.1.332__PostToolUse-Bash.json", session=session,
+                   event="PostToolUse", command="echo hello", output="hello")
+    failed = fixture("claude-code-2.1.332__PostToolUseFailure-Bash.json", session=session,
+                     event="PostToolUseFailure", command=transcript.commands[2].command,
+                     output="out\nerr", exit_code=3)
+    for call in transcript.commands:
+        pre = dict(post, hook_event_name="PreToolUse", tool_use_id=call.tool_use_id,
+                   tool_input={"command": call.command, "description": "run it"})
+        del pre["tool_response"], pre["duration_ms"]
+        if call.paths:
+            pre["tool_name"], pre["tool_input"] = "Write", {"file_path": call.paths[0],
+                                                            "content": "hi\n"}
+        host.answerer.answer("PreToolUse", json.dumps(pre).encode())
+    host.answerer.answer("PostToolUse", json.dumps(post).encode())
+    host.answerer.answer("PostToolUseFailure", json.dumps(failed | {"tool_use_id": "toolu_03"})
+                         .encode())
+    assert reconcile(transcript, host.lines, reports_denied_calls=True).reasons == ()
+    # The failure was answered (test_hook_payloads: the families read its exit code).
+    summary = read_activity(tmp_path / "state")
+    assert summary.by_event["PostToolUseFailure"] == 1
+    # A second post event for the failed call is a forged one.
+    host.answerer.answer("PostToolUse", json.dumps(
+        post | {"tool_use_id": "toolu_03", "tool_input": failed["tool_input"]}).encode())
+    assert reconcile(transcript, host.lines, reports_denied_calls=True).reasons == (
+        "hook event with no tool call: PostToolUse `echo out; echo err >&2; exit 3`",)
 
 
 # --- Codex: no ids in the transcript, commands wrapped, denied calls not shown ------------

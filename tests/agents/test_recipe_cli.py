@@ -43,7 +43,7 @@ class ToyCli:
     def settings_file(self) -> str:
         return SETTINGS
 
-    def env(self, agent_dir: str) -> dict[str, str]:
+    def env(self, agent_dir: str, *, root: bool = False) -> dict[str, str]:
         return {}
 
     def endpoint(self, agent_dir: str, base_url: str | None, model: str | None,

@@ -66,7 +66,8 @@ def test_export_merges_is_idempotent_backs_up_and_removes_exactly_its_own(
     assert doc["hooks"]["Notification"] == USER_SETTINGS["hooks"]["Notification"]
     ours = [h for groups in doc["hooks"].values() for g in groups for h in g["hooks"]
             if is_ours(h)]
-    assert len(ours) == 4  # UserPromptSubmit, PreToolUse, PostToolUse, Stop
+    # UserPromptSubmit, PreToolUse, PostToolUse, Stop; and Claude's PostToolUseFailure
+    assert len(ours) == (5 if cli == "claude-code" else 4)
     [backup] = [b for b in backups(path.parent) if b.name.startswith(path.name)]
     assert backup.read_text() == original
 

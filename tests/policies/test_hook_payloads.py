@@ -1,7 +1,7 @@
 """Every family of fire-core through the hook bridge, with every shape of a shell result a CLI
 sends (issue 11, point 3): the plain output of current Codex releases (no exit code), the
 ``Process exited with code N`` and ``Exit code: N`` strings of older ones, and Claude Code's
-object. An unknown exit status neither locks a family into denying nor disarms it
+object (2.1: a failed command's ``PostToolUseFailure`` instead). An unknown exit status neither locks a family into denying nor disarms it
 (docs/portfolio.md, "Unknown exit status")."""
 
 from __future__ import annotations
@@ -17,7 +17,10 @@ from tests.agents.protocol_fixtures import fixture
 SHAPES = {"codex-plain": "codex-hooks-doc-2026-05__PostToolUse-Bash-plain-output.json",
           "codex-process-exited": "codex-unified-exec-tool__PostToolUse-Bash-process-exited.json",
           "codex-exit-code": "codex-legacy-shell-tool__PostToolUse-Bash-exit-code.json",
-          "claude-code": "claude-code-hooks-reference__PostToolUse-Bash.json"}
+          "claude-code": "claude-code-hooks-reference__PostToolUse-Bash.json",
+          "claude-code-2.1": "claude-code-2.1.332__PostToolUse-Bash.json"}
+# Claude Code 2.1 reports a command that failed with PostToolUseFailure instead.
+CLAUDE_FAILURE = "claude-code-2.1.332__PostToolUseFailure-Bash.json"
 FAMILIES = {f.name: f for f in load_arm_families("fire-core", "real")}
 
 DB_TASK = ("The shop's SQLite database /app/evidence/orders.db was damaged; recover the lost "
@@ -89,8 +92,19 @@ def kind(answer: dict[str, Any] | None) -> str | None:
     return "deny" if out.get("permissionDecision") == "deny" else "instruct"
 
 
+def hook_event(event: str, shape: str, code: int) -> str:
+    """The CLI's name for ``event``: Claude Code 2.1 reports a failure with its own."""
+    failed = event == "PostToolUse" and code != 0 and shape == "claude-code-2.1"
+    return "PostToolUseFailure" if failed else event
+
+
 def call(event: str, shape: str, command: str, output: str, code: int) -> dict[str, Any]:
     cli_file = SHAPES[shape]
+    if hook_event(event, shape, code) == "PostToolUseFailure":
+        return fixture(CLAUDE_FAILURE, session="s1", event="PostToolUseFailure",
+                       command=command, output=output, exit_code=code)
+    if event == "Stop" and shape == "claude-code-2.1":  # with last_assistant_message
+        return fixture("claude-code-2.1.332__Stop.json", session="s1", event=event)
     if event == "PostToolUse":
         return fixture(cli_file, session="s1", event=event, command=command, output=output,
                        exit_code=code)
@@ -105,11 +119,11 @@ def call(event: str, shape: str, command: str, output: str, code: int) -> dict[s
 
 def run(family: str, task: str, shape: str,
         steps: list[tuple[str, str, str, int, str | None]], state: Path) -> list[str | None]:
-    cli = "claude-code" if shape == "claude-code" else "codex"
+    cli = "claude-code" if shape.startswith("claude-code") else "codex"
     bridge = HookBridge([FAMILIES[family]], state, "real", cli)  # type: ignore[arg-type]
     prompt = call("PreToolUse", shape, "", "", 0) | {"prompt": task}
     bridge.handle(parse_payload("UserPromptSubmit", prompt))
-    return [kind(bridge.handle(parse_payload(e, call(e, shape, c, o, x))))
+    return [kind(bridge.handle(parse_payload(hook_event(e, shape, x), call(e, shape, c, o, x))))
             for e, c, o, x, _ in steps]
 
 
@@ -128,7 +142,7 @@ def test_every_family_reads_every_shell_result_shape(family: str, task: str, ste
                                                      shape: str, tmp_path: Path) -> None:
     assert FAMILIES[family].eligible(task)
     expected = [s[4] for s in steps]
-    if shape != "claude-code":
+    if not shape.startswith("claude-code"):
         expected = as_codex(expected, [s[0] for s in steps])
     assert run(family, task, shape, steps, tmp_path) == expected
 
@@ -159,6 +173,18 @@ FAILURES = [
 def test_a_failed_command_does_not_count_as_a_success(family: str, task: str, steps: list,
                                                       shape: str, tmp_path: Path) -> None:
     assert run(family, task, shape, steps, tmp_path) == [s[4] for s in steps]
+
+
+def test_claude_code_2_1_failure_is_the_command_s_outcome_with_its_exit_code() -> None:
+    parsed = parse_payload("PostToolUseFailure", fixture(
+        CLAUDE_FAILURE, session="s1", event="PostToolUseFailure", command="ls x",
+        output="ls: cannot access 'x': No such file or directory", exit_code=2))
+    assert (parsed.command, parsed.exit_code) == ("ls x", 2)
+    assert parsed.output == "ls: cannot access 'x': No such file or directory"
+    interrupted = parse_payload("PostToolUseFailure", {
+        "session_id": "s1", "tool_name": "Bash", "tool_input": {"command": "sleep 99"},
+        "error": "Command was interrupted", "is_interrupt": True})
+    assert interrupted.exit_code == 1  # a failure states no code: never a success
 
 
 @pytest.mark.parametrize("shape", ["codex-plain", "codex-process-exited", "codex-exit-code"])

@@ -303,8 +303,10 @@ def test_a_frozen_manifest_runs_and_a_changed_source_is_refused(tmp_path: Path) 
 
 # --- export-hooks ------------------------------------------------------------------------
 
+# The events each CLI sends (Claude Code 2.1.332's PostToolUseFailure observed).
 EVENTS = {"claude-code": {"SessionStart", "UserPromptSubmit", "PreToolUse", "PostToolUse",
-                          "Stop", "SubagentStop", "Notification", "PreCompact", "SessionEnd"},
+                          "PostToolUseFailure", "Stop", "SubagentStop", "Notification",
+                          "PreCompact", "SessionEnd"},
           "codex": {"SessionStart", "UserPromptSubmit", "PreToolUse", "PermissionRequest",
                     "PostToolUse", "Stop", "SubagentStop"}}
 
@@ -317,7 +319,7 @@ def assert_valid_settings(doc: Any, cli: str) -> None:
         assert isinstance(groups, list) and groups
         for group in groups:
             assert set(group) <= {"matcher", "hooks"} and group["hooks"]
-            if event in ("PreToolUse", "PostToolUse"):
+            if event in ("PreToolUse", "PostToolUse", "PostToolUseFailure"):
                 assert group["matcher"] == MATCHERS[cli]
             else:
                 assert "matcher" not in group  # Stop and UserPromptSubmit take none
@@ -341,7 +343,8 @@ def test_exported_settings_are_valid_and_wire_the_bridge(cli: str, tmp_path: Pat
     assert export(cli, tmp_path).returncode == 0
     doc = json.loads((tmp_path / TARGETS[cli]).read_text())
     assert_valid_settings(doc, cli)
-    assert set(doc["hooks"]) == {"UserPromptSubmit", "PreToolUse", "PostToolUse", "Stop"}
+    assert set(doc["hooks"]) == {"UserPromptSubmit", "PreToolUse", "PostToolUse", "Stop"} | \
+        ({"PostToolUseFailure"} if cli == "claude-code" else set())
     # Run the wired commands as the CLI would (a shell, the payload on stdin).
     env = os.environ | {"PYTHONPATH": str(ROOT)}
 

@@ -48,8 +48,20 @@ import numpy as np
 import fire_exp
 from fire_exp.agents.base import AgentOutcome, ProviderError
 from fire_exp.agents.coding_agents.dialect import CliDialect, CliTranscript, endpoint_hostport
+from fire_exp.agents.coding_agents.endpoint_check import check_endpoint
 from fire_exp.agents.coding_agents.evidence import Reconciliation, channel_tamper, reconcile
 from fire_exp.agents.coding_agents.packaged import BinaryIdentity, binary_identity, host_binary
+from fire_exp.agents.coding_agents.reach import (
+    box_url,
+    box_variables,
+    ca_bundle_path,
+    ca_placement,
+)
+from fire_exp.agents.coding_agents.unreached import (
+    egress_summary,
+    model_answered,
+    never_answered,
+)
 from fire_exp.agents.session import AgentSession, AttemptContext
 from fire_exp.agents.transcript import price_tokens
 from fire_exp.attempt_paths import AttemptPaths
@@ -172,7 +184,7 @@ class CodingCliAgent:
         self.model, self.args = model, list(args)
         self.base_url = _base_url(base_url, where)
         self.api_key_env = api_key_env or self.dialect.default_key_env
-        self.ca_bundle = ca_bundle
+        self.ca_bundle = ca_bundle_path(ca_bundle, where)
         self.env_passthrough = list(env_passthrough)
         self.prices = dict(prices or {})
         self.hook_timeout_s = hook_timeout_s
@@ -212,13 +224,18 @@ class CodingCliAgent:
     def preflight(self, environment: str = "local") -> None:
         """Before the panel: where the CLI runs on this machine (``environment=local``) it
         must be on PATH and answer ``--version``; a box that installs agents tries it in
-        every task's image instead (:meth:`prepare_boxes`).
+        every task's image instead (:meth:`prepare_boxes`). Wherever it runs, an
+        ``agent.base_url`` must answer one cheap request in the CLI's own protocol
+        (:mod:`~fire_exp.agents.coding_agents.endpoint_check`).
 
         Raises:
-            PreflightError: the executable is missing or broken; the message says how to
-                install it, point ``agent.binary`` at it, or run it in the container.
+            PreflightError: the executable is missing or broken (the message says how to
+                install it, point ``agent.binary`` at it, or run it in the container), or
+                the model endpoint does not answer (the message names the URL and the
+                error).
         """
-        self._check_endpoint()
+        self._check_dialect_endpoint()  # a configuration error first, with no request
+        self.check_endpoint()
         if environment != "local":
             return
         install = (f"install it ({self.dialect.install_hint}), point agent.binary at it "
@@ -241,7 +258,16 @@ class CodingCliAgent:
                                  f"{proc.returncode}: {detail}", install)
         self.version = (proc.stdout.strip().splitlines() or [""])[0]
 
-    def _check_endpoint(self) -> None:
+    def check_endpoint(self) -> None:
+        """``agent.base_url`` answers the CLI's probe, with the key the CLI gets (nothing
+        to check for the CLI's own endpoint). Raises PreflightError."""
+        if self.base_url is None:
+            return
+        check_endpoint(self.name, self.dialect.target, self.base_url,
+                       self.model or self.dialect.default_model(), self.api_key_env,
+                       self._passed().get(self.api_key_env), ca_bundle=self.ca_bundle)
+
+    def _check_dialect_endpoint(self) -> None:
         """What the dialect makes of ``base_url`` and ``model`` (Codex: the model's
         metadata from the binary), once before the panel rather than in every attempt."""
         try:
@@ -284,19 +310,28 @@ class CodingCliAgent:
             if target is not None:
                 transport = env.hook_transport(self._endpoint(target, files))
                 settings = settings_document(session.runtime.families, transport.command,
-                                             self.dialect.tool_matcher, self.hook_timeout_s)
+                                             self.dialect.tool_matcher, self.hook_timeout_s,
+                                             cli=self.dialect.hook_protocol)
                 record = files.hooks / self.dialect.settings_file()
                 record.parent.mkdir(parents=True, exist_ok=True)
                 record.write_text(json.dumps(settings, indent=1))  # what the CLI was given
-            endpoint = self.dialect.endpoint(agent_dir, self.base_url, self.model,
-                                             self.api_key_env)
+            # Opened first: the CLI is given the endpoint's URL as the box reaches it.
+            egress = env.open_egress(self._allowed(passed), files.egress_log)
+            endpoint = self.dialect.endpoint(agent_dir, box_url(egress, self.base_url),
+                                             self.model, self.api_key_env)
             for path, data in (self.dialect.files(agent_dir, settings) | endpoint.files).items():
                 env.write_file(path, data)
-            extra = passed | dict(transport.env if transport else {}) | \
-                self.dialect.env(agent_dir) | endpoint.env
+            ca_files, ca_env = ca_placement(self.ca_bundle, agent_dir, self.dialect.target)
+            for path, data in ca_files.items():
+                env.write_file(path, data, mode=0o444)
+            # After the files: the session's first command gives the agent's user the
+            # agent folder's subfolders as they are then (Docker's grant_script).
+            root = self._runs_as_root(env)
+            extra = passed | box_variables(egress, passed) | \
+                dict(transport.env if transport else {}) | \
+                self.dialect.env(agent_dir, root=root) | endpoint.env | ca_env
             if endpoint.key_as and self.api_key_env in passed:
                 extra[endpoint.key_as] = passed[self.api_key_env]
-            egress = env.open_egress(self._allowed(passed), files.egress_log)
             if egress is not None:
                 extra |= egress.variables
             argv = self.dialect.argv(binary, session.instruction, workdir=env.paths.workdir,
@@ -365,6 +400,13 @@ class CodingCliAgent:
             f"`fire-exp run agent={self.name} agent.binary=/path/to/"
             f"{self.dialect.default_binary}`")
 
+    @staticmethod
+    def _runs_as_root(env: Environment) -> bool:
+        """Whether the agent's session, where the CLI runs, is root's (a task whose
+        ``[agent].user`` is root, a box that cannot switch users, this machine as root)."""
+        found = env.exec("id -u", timeout=_CHECK_S)
+        return found.exit_code == 0 and found.stdout.strip() == "0"
+
     def _passed(self) -> dict[str, str]:
         """The variables the CLI gets from this process: ``env_passthrough`` and the key
         variable (a placeholder for an endpoint of ours that needs none)."""
@@ -379,9 +421,14 @@ class CodingCliAgent:
         any ``*_BASE_URL`` variable it passes."""
         allowed = list(self.egress)
         urls = [v for k, v in passed.items() if k.endswith("_BASE_URL")]
-        if self.base_url is not None:
-            allowed.append(endpoint_hostport(self.base_url))
+        if self.base_url is not None:  # the URL: an http:// one gets a forward listener
+            allowed.append(self.base_url)
         return allowed + urls
+
+    def _vendor_endpoint(self) -> bool:
+        """Whether the CLI talks to its own default endpoint (no ``base_url``, no
+        ``*_BASE_URL`` passed through)."""
+        return self.base_url is None and not any(k.endswith("_BASE_URL") for k in self._passed())
 
     def _fetch_output(self, env: Environment, run: CapturedExec) -> None:
         """Bring the CLI's recorded output home, redacted."""
@@ -400,11 +447,18 @@ class CodingCliAgent:
     def _outcome(self, session: AgentSession, target: BridgeTarget | None, code: int,
                  timed_out: bool) -> AgentOutcome:
         files = session.env.files
+        lines = files.cli_stdout.read_text(errors="replace").splitlines()
         transcript = self._transcript(session)
         summary = read_activity(files.hook_state)
         evidence = self._reconcile(session, transcript, summary, target, timed_out)
         self._read_back(session, transcript, summary, evidence, policy_arm=target is not None)
         usage, tamper = self.usage(transcript), evidence.reasons
+        if model_answered(self.dialect.target, lines) is False:  # nothing was measured
+            raise never_answered(
+                self.name, self.binary, self.base_url, lines,
+                files.cli_stderr.read_text(errors="replace"), code=code, timed_out=timed_out,
+                redact=session.env.redactor.text, tamper=tamper,
+                egress=egress_summary(files.egress_log))
         if timed_out:
             return AgentOutcome(usage=usage, cause=Cause.AGENT_TIMEOUT,
                                 error=f"{self.binary} ran past the agent timeout", tamper=tamper)
@@ -453,9 +507,16 @@ class CodingCliAgent:
         session.env.files.hook_summary.write_text(json.dumps(report, indent=1))
 
     def usage(self, transcript: CliTranscript) -> Usage:
-        """Tokens and cost of a run: the CLI's own cost, else priced from ``prices``."""
+        """Tokens and cost of a run: priced from ``prices`` for the model (0 for a model
+        with no price), or the CLI's own cost where the CLI reports one and talks to its
+        vendor's endpoint.
+
+        A CLI prices tokens at its vendor's list price for the model's name (Claude Code's
+        ``total_cost_usd``), whatever endpoint served them: against ``base_url`` (or a
+        passed ``*_BASE_URL``) that figure is fictitious, so it is never the record's; it
+        stays in the CLI's own output (``AttemptPaths.cli_stdout``)."""
         model = transcript.model or self.model or self.dialect.default_model()
-        cost = transcript.cost_usd
+        cost = transcript.cost_usd if self._vendor_endpoint() else None
         if cost is None:
             price = self.prices.get(model or "", {})
             cost = price_tokens(price, transcript.input_tokens, transcript.output_tokens,

@@ -1,10 +1,22 @@
 """Claude Code as a dialect: ``claude -p --output-format stream-json``, hooks in ``--settings``.
 
-Output (``stream-json --verbose``): one JSON object per line; ``assistant`` messages carry
-``tool_use`` blocks (``Bash`` with ``input.command``; the file-edit tools
-``Edit``/``MultiEdit``/``Write``/``NotebookEdit`` with ``file_path`` or ``notebook_path``),
-``user`` messages the matching ``tool_result``; the final ``result`` line carries
-``total_cost_usd`` and ``usage``; the ``system``/``init`` line names the model.
+Output (``stream-json --verbose``, Claude Code 2.1): one JSON object per line. The
+``system``/``init`` line names the model, the tools and the version; each content block of
+a model message is an ``assistant`` line of its own (one message id): ``tool_use`` blocks
+are ``Bash`` with ``input.command`` or the file-edit tools ``Edit``/``MultiEdit``/``Write``/
+``NotebookEdit`` with ``file_path`` or ``notebook_path``; ``user`` lines carry the matching
+``tool_result`` (a failed command's is an error reading ``Exit code N`` and its output; a
+call a hook denied, ``PreToolUse:Bash hook error: REASON``); ``system``/``api_retry``
+lines mark a retried request; the final ``result`` line carries ``usage``,
+``permission_denials`` and ``total_cost_usd`` — the last computed at the vendor's list
+price for the model's name, whatever endpoint served it (see ``CodingCliAgent.usage``).
+
+Endpoint (:meth:`ClaudeCode.endpoint`): ``ANTHROPIC_BASE_URL``, the key as
+``ANTHROPIC_API_KEY``, and the variables that keep the CLI to its model requests (no
+telemetry, no update check). As root, ``--permission-mode bypassPermissions`` is refused
+("cannot be used with root/sudo privileges") unless ``IS_SANDBOX=1`` says the CLI runs in a
+sandbox, which a task's box is (:meth:`ClaudeCode.env`). Its configuration folder
+(``CLAUDE_CONFIG_DIR``) is the attempt's own, so a user's settings and hooks stay out.
 """
 
 from __future__ import annotations
@@ -18,23 +30,33 @@ from fire_exp.agents.coding_agents.dialect import (
     CliCommand,
     CliEndpoint,
     CliTranscript,
+    anthropic_base,
     as_dict,
     content_text,
     json_objects,
 )
 from fire_exp.policies.hook_settings import MATCHERS
-from fire_exp.policies.tool_payloads import EDIT_TOOLS, edit_paths
+from fire_exp.policies.tool_payloads import EDIT_TOOLS, command_exit, edit_paths
 
 SETTINGS = "claude-settings.json"
+CONFIG_DIR = "claude-config"  # CLAUDE_CONFIG_DIR, in the box's agent folder
+# Claude Code 2.1.332 with these sends only its model requests (POST /v1/messages).
+QUIET = {"CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1", "DISABLE_TELEMETRY": "1",
+         "DISABLE_AUTOUPDATER": "1"}
+# The variables naming the models the CLI picks by itself (Claude Code 2.1 settings).
+MODEL_ALIASES = ("ANTHROPIC_DEFAULT_HAIKU_MODEL", "ANTHROPIC_DEFAULT_SONNET_MODEL",
+                 "ANTHROPIC_DEFAULT_OPUS_MODEL", "ANTHROPIC_SMALL_FAST_MODEL",
+                 "CLAUDE_CODE_SUBAGENT_MODEL")
 
 
 class ClaudeCode:
-    """The Claude Code dialect (checked against Claude Code 2.0)."""
+    """The Claude Code dialect (checked against Claude Code 2.1.332, the version the
+    ``claude-agent-sdk`` wheel of the ``claude-code`` extra bundles)."""
 
     target = "claude-code"
     hook_protocol = "claude-code"
     tool_matcher = MATCHERS["claude-code"]
-    checked_version = "2.0"
+    checked_version = "2.1"
     default_binary = "claude"
     install_hint = "pip install 'fire-exp[claude-code]'"
     reports_denied_calls = True
@@ -50,14 +72,25 @@ class ClaudeCode:
 
     def endpoint(self, agent_dir: str, base_url: str | None, model: str | None,
                  api_key_env: str) -> CliEndpoint:
-        """``ANTHROPIC_BASE_URL`` for ``base_url``; the key always as ``ANTHROPIC_API_KEY``
-        (the only variable Claude Code reads it from)."""
-        env = {"ANTHROPIC_BASE_URL": base_url} if base_url else {}
+        """``ANTHROPIC_BASE_URL`` for ``base_url`` (a trailing ``/v1`` dropped: the CLI
+        appends ``/v1/messages``); the key always as ``ANTHROPIC_API_KEY`` (the only
+        variable Claude Code reads it from); no traffic but the model requests. With a
+        ``model`` at another endpoint, every model alias the CLI resolves on its own (the
+        small model of its side requests, a subagent's) is that model, which the endpoint
+        serves. The model itself is ``--model`` (:meth:`argv`)."""
+        env = dict(QUIET)
+        if base_url:
+            env["ANTHROPIC_BASE_URL"] = anthropic_base(base_url)
+            if model:
+                env |= dict.fromkeys(MODEL_ALIASES, model)
         key_as = None if api_key_env == self.default_key_env else self.default_key_env
         return CliEndpoint(env=env, key_as=key_as)
 
-    def env(self, agent_dir: str) -> dict[str, str]:
-        return {}
+    def env(self, agent_dir: str, *, root: bool = False) -> dict[str, str]:
+        """A private configuration folder (the session files the CLI writes land there, and
+        no user's own settings or hooks are read); ``IS_SANDBOX`` as root."""
+        env = {"CLAUDE_CONFIG_DIR": f"{agent_dir}/{CONFIG_DIR}"}
+        return env | ({"IS_SANDBOX": "1"} if root else {})
 
     def argv(self, binary: str, instruction: str, *, workdir: str, agent_dir: str,
              model: str | None, args: Sequence[str], hooked: bool) -> list[str]:
@@ -129,12 +162,26 @@ def parse_claude_stream(lines: Iterable[str]) -> CliTranscript:
             if obj.get("is_error"):
                 out.errors.append(str(obj.get("result") or obj.get("subtype") or "error"))
     for tool_id in order:
-        output, is_error = results.get(tool_id, ("", False))
         command, paths = pending[tool_id]
-        # Only a successful result shows the tool ran: a denied call's result is an error.
-        ran = True if tool_id in results and not is_error else None
-        out.commands.append(CliCommand(command, output, 1 if is_error else 0, is_error, paths,
-                                       tool_use_id=tool_id, ran=ran))
+        out.commands.append(_command(tool_id, command, paths, results.get(tool_id)))
     return out
+
+
+def _command(tool_id: str, command: str, paths: tuple[str, ...],
+             result: tuple[str, bool] | None) -> CliCommand:
+    """One call with its result: a success, or an error with the command's exit code.
+
+    Only a result a run gives shows the tool ran: a success, or a command's ``Exit code
+    N``; a denied call's result is an error too (``PreToolUse:Bash hook error: ...``).
+    """
+    output, is_error = result or ("", False)
+    if not is_error:
+        return CliCommand(command, output, 0, False, paths, tool_use_id=tool_id,
+                          ran=True if result else None)
+    failed = None if paths else command_exit(output)
+    if failed is None:
+        return CliCommand(command, output, 1, True, paths, tool_use_id=tool_id)
+    return CliCommand(command, failed[0], failed[1], True, paths, tool_use_id=tool_id,
+                      ran=True)
 
 

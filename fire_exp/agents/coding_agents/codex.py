@@ -126,7 +126,7 @@ class Codex:
         files[f"{agent_dir}/{HOME}/config.toml"] = toml.encode()
         return CliEndpoint(files=files)
 
-    def env(self, agent_dir: str) -> dict[str, str]:
+    def env(self, agent_dir: str, *, root: bool = False) -> dict[str, str]:
         return {"CODEX_HOME": f"{agent_dir}/{HOME}"}
 
     def argv(self, binary: str, instruction: str, *, workdir: str, agent_dir: str,

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 from urllib.parse import urlsplit
 
-__all__ = ["CliCommand", "CliDialect", "CliEndpoint", "CliTranscript", "as_dict",
+__all__ = ["CliCommand", "CliDialect", "CliEndpoint", "CliTranscript", "anthropic_base", "as_dict",
            "content_text", "endpoint_hostport", "json_objects", "unwrap_shell"]
 
 _SHELLS = frozenset({"bash", "sh", "zsh", "dash"})
@@ -95,6 +95,19 @@ def endpoint_hostport(base_url: str) -> str:
     return f"{host}:{port}"
 
 
+def anthropic_base(base_url: str) -> str:
+    """``base_url`` as Claude Code's ``ANTHROPIC_BASE_URL`` wants it: without a trailing
+    ``/v1`` (the CLI appends ``/v1/messages``; a user may well write an OpenAI-style URL).
+
+    >>> anthropic_base("http://127.0.0.1:8799/v1/")
+    'http://127.0.0.1:8799'
+    >>> anthropic_base("https://llm.example.org/anthropic")
+    'https://llm.example.org/anthropic'
+    """
+    url = base_url.rstrip("/")
+    return url[:-3] if url.endswith("/v1") else url
+
+
 class CliDialect(Protocol):
     """One coding-agent CLI's conventions (see the module docstring).
 
@@ -131,8 +144,9 @@ class CliDialect(Protocol):
         """The hook settings' path relative to ``agent_dir`` (recorded in ``ATTEMPT/hooks``)."""
         ...
 
-    def env(self, agent_dir: str) -> dict[str, str]:
-        """Variables the CLI needs to find its files (e.g. ``CODEX_HOME``)."""
+    def env(self, agent_dir: str, *, root: bool = False) -> dict[str, str]:
+        """Variables the CLI needs to find its files (e.g. ``CODEX_HOME``), and to run as
+        root where it does (``root``: Claude Code's ``IS_SANDBOX``)."""
         ...
 
     def endpoint(self, agent_dir: str, base_url: str | None, model: str | None,
