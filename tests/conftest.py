@@ -1,4 +1,6 @@
-"""Shared test helpers: run the CLI as a user would, and find leftover processes."""
+"""Shared test helpers: run the CLI as a user would, and find leftover processes; the
+hooks that keep the suite race-free under pytest-xdist (``tests/parallel.py``: the
+machine-wide names' groups ``GROUPS``, the machine engine's lock)."""
 
 from __future__ import annotations
 
@@ -11,6 +13,7 @@ import pytest
 
 from fire_exp.environments import session_host
 from fire_exp.runner.cleanup import attempt_processes
+from tests import parallel
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -36,3 +39,16 @@ def cli():
 def pids_working_under(root: Path) -> list[int]:
     """Live processes whose ``FIRE_WORKDIR`` lies under ``root`` (one test's attempts)."""
     return [p for p in attempt_processes(root) if session_host.is_alive(p)]
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    parallel.start_worker(config)
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    parallel.mark_and_order(config, items)
+
+
+@pytest.hookimpl(wrapper=True, tryfirst=True)  # outside pytest-timeout: a wait for the lock is no test time
+def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> object:
+    return (yield from parallel.around_test(item, nextitem))
