@@ -26,6 +26,9 @@ def _run(tmp_path: Path, docker_ok: bool, have: tuple[str, ...] = (
          pytest_exit: int = 0, workers: str | None = None) -> tuple[subprocess.CompletedProcess[str], list[str]]:
     for name in ("fire-exp", "apt-get", *have):
         _stub(tmp_path, name, "true")
+    nproc = tmp_path / "nproc"  # two cores: four workers (not a call the script makes)
+    nproc.write_text("#!/bin/bash\necho 2\n")
+    nproc.chmod(0o755)
     # python: pip succeeds; pytest exits with ``pytest_exit``.
     _stub(tmp_path, "python", f'[ "$2" = pytest ] && exit {pytest_exit}; true')
     _stub(tmp_path, "docker", "true" if docker_ok else "exit 1")
