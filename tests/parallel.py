@@ -39,7 +39,10 @@ GROUPS: dict[str, tuple[str, ...]] = {
     "ray": ("tests/runner/test_ray.py",),
 }
 
-# Groups whose tests judge the machine's whole Docker engine: nothing else uses it meanwhile.
+# Groups whose tests need the machine's Docker engine to themselves: nothing else uses it
+# meanwhile. ``machine-engine``: the modules above, and the tests that leave a killed run's
+# container for their own cleanup to find (marked so: another test's panel start would
+# reap it first, as a run start reaps every provably dead container).
 JUDGES_THE_ENGINE = frozenset({"machine-engine"})
 
 # Fixtures that reach the machine's Docker engine (a test asking for one is a Docker test).

@@ -452,6 +452,8 @@ def _relays_of(tmp_path: Path, container: str) -> list[str]:
     return ours
 
 
+# Leaves a killed run's container for its own cleanup: any other panel's start would reap it.
+@pytest.mark.xdist_group("machine-engine")
 @pytest.mark.slow
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGKILL], ids=["sigint", "sigkill"])
 def test_ctrl_c_and_sigkill_leave_no_container_and_no_relay(engine: Any,
