@@ -3,7 +3,8 @@
 Built-ins are registered below by the module that implements them (imported lazily, so
 ``docker`` or ``ray`` load only when used). Third parties extend through the entry-point
 group ``fire_exp`` (``name = "module:factory"``, with a name prefixed ``agent.``,
-``environment.`` or ``executor.``). A duplicate name raises; an unknown name lists the
+``environment.``, ``executor.`` or ``importer.``; an importer is a class of no arguments
+following ``fire_exp.importers.Importer``). A duplicate name raises; an unknown name lists the
 known ones.
 """
 
@@ -16,7 +17,7 @@ from typing import Any
 
 from fire_exp.errors import InputError
 
-KINDS = ("agent", "environment", "executor")
+KINDS = ("agent", "environment", "executor", "importer")
 
 _BUILTINS: dict[str, dict[str, str]] = {
     "agent": {
@@ -34,6 +35,10 @@ _BUILTINS: dict[str, dict[str, str]] = {
     "executor": {
         "local": "fire_exp.runner.executors:LocalExecutor",
         "ray": "fire_exp.runner.ray_executor:RayExecutor",
+    },
+    "importer": {  # fire-exp import KIND
+        "harbor": "fire_exp.importers.harbor:HarborImporter",
+        "inspect": "fire_exp.importers.inspect_eval:InspectImporter",
     },
 }
 

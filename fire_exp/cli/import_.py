@@ -1,10 +1,11 @@
-"""``fire-exp import harbor JOB_DIR... (--map MAP.yaml | --arm-from FIELD) [--out FILE]``.
+"""``fire-exp import KIND SOURCE... (--map MAP.yaml | --arm-from FIELD) [--out FILE]``.
 
-Turns Harbor job folders (``JOB/TASK__ID/result.json`` per trial) into a fire-exp
-attempts file that ``fire-exp analyze`` and ``fire-exp report`` read. The arm of a trial
-comes from a mapping YAML (patterns over the job folder, trial, agent or model name, or a
-dotted path into result.json) or, with ``--arm-from``, is that field's value itself. See
-docs/report.md.
+Turns another harness's results into a fire-exp attempts file that ``fire-exp analyze``,
+``report`` and ``view`` read. KIND is an importer registered in the registry (built in:
+``harbor`` job folders, ``inspect`` eval logs; a plugin can add one); ``fire-exp import``
+alone lists them. The arm of each result comes from a mapping YAML (patterns over a field)
+or, with ``--arm-from``, is that field's value itself: the same rules for every kind. See
+docs/importers.md.
 """
 
 from __future__ import annotations
@@ -13,51 +14,102 @@ import argparse
 from pathlib import Path
 
 from fire_exp.errors import InputError
+from fire_exp.importers.contract import Imported, Importer
 
 __all__ = ["main"]
 
 
-def main(argv: list[str] | None = None) -> int:
-    """Import another harness's results; returns the exit status."""
-    parser = argparse.ArgumentParser(prog="fire-exp import", description=__doc__.split("\n")[0])
-    parser.add_argument("source", choices=["harbor"], help="the harness the results come from")
-    parser.add_argument("jobs", type=Path, nargs="+", help="Harbor job folder(s)")
+def _kinds() -> str:
+    """One line per registered importer: its name and what it reads."""
+    from fire_exp.registry import REGISTRY
+
+    lines = []
+    for name in REGISTRY.names("importer"):
+        try:
+            summary = _importer(name).summary
+        except InputError as exc:  # a plugin whose module does not load still shows
+            summary = f"(not available: {exc.problem})"
+        lines.append(f"  {name:<10} {summary}")
+    return "\n".join(lines)
+
+
+def _importer(kind: str) -> Importer:
+    from fire_exp.registry import REGISTRY
+
+    if kind not in REGISTRY.names("importer"):
+        raise InputError("fire-exp import", "KIND", f"unknown importer {kind!r}",
+                         f"known: {', '.join(REGISTRY.names('importer'))}")
+    importer = REGISTRY.get("importer", kind)()
+    if not isinstance(importer, Importer):
+        raise InputError("fire-exp import", "KIND", f"importer {kind!r} does not follow "
+                         "fire_exp.importers.Importer", "fix the plugin")
+    return importer
+
+
+def _parser(importer: Importer) -> argparse.ArgumentParser:
+    fields = importer.arm_fields
+    parser = argparse.ArgumentParser(prog=f"fire-exp import {importer.kind}",
+                                     description=importer.summary)
+    parser.add_argument("sources", type=Path, nargs="+", metavar="SOURCE",
+                        help=importer.sources)
     how = parser.add_mutually_exclusive_group(required=True)
     how.add_argument("--map", type=Path, help="mapping YAML: arm_from, arms, cohorts")
     how.add_argument("--arm-from", metavar="FIELD",
-                     help="take the arm from this field's value: job, trial, agent, model, or "
-                          "a dotted path into result.json (e.g. config.agent.kwargs.harness)")
+                     help=f"take the arm from this field's value: {', '.join(fields.names)}, "
+                          f"or a dotted path into {fields.into} (e.g. {fields.example})")
     parser.add_argument("--cohort", default="all",
                         help="cohort of every task with --arm-from (default: all)")
     parser.add_argument("--out", type=Path, default=Path("attempts.jsonl"),
                         help="attempts file to write (default: ./attempts.jsonl)")
-    parser.add_argument("--run", default=None, help="run name (default: the first job's)")
-    args = parser.parse_args(argv)
+    parser.add_argument("--run", default=None, help="run name (default: the importer's)")
+    importer.add_options(parser)
+    return parser
 
-    from fire_exp.importers.harbor import (
-        ArmMapping,
-        check_arm_from,
-        import_harbor,
-        load_mapping,
-    )
-    from fire_exp.records import append_records
 
-    mapping = load_mapping(args.map) if args.map else ArmMapping(
-        arm_from=check_arm_from(args.arm_from, "--arm-from"), default_cohort=args.cohort)
-    records, skipped = import_harbor(args.jobs, mapping, args.run or args.jobs[0].name)
-    if not records:
-        raise InputError(args.map or "--arm-from", "arms", "no trial matched any arm pattern",
-                         "check the patterns against the job, trial, agent or model names")
+def main(argv: list[str] | None = None) -> int:
+    """Import another harness's results; returns the exit status."""
+    import sys
+
+    argv = sys.argv[1:] if argv is None else argv
+    if not argv or argv[0] in ("-h", "--help", "--list"):
+        print(f"usage: fire-exp import KIND SOURCE... (--map MAP.yaml | --arm-from FIELD)\n"
+              f"{__doc__.splitlines()[2].strip()}\n\nkinds:\n{_kinds()}\n\n"
+              "fire-exp import KIND --help shows a kind's sources and options.")
+        return 0
+    from fire_exp.importers.mapping import ArmMapping, check_arm_from, load_mapping
+
+    importer = _importer(argv[0])
+    args = _parser(importer).parse_args(argv[1:])
+    mapping = load_mapping(args.map, importer.arm_fields) if args.map else ArmMapping(
+        arm_from=check_arm_from(args.arm_from, "--arm-from", importer.arm_fields),
+        default_cohort=args.cohort)
     if args.out.exists():
         raise InputError(args.out, "<file>", "already exists", "remove it or pass --out")
+    imported = importer.read(args.sources, mapping, args.run or
+                             importer.default_run(args.sources), args)
+    _write(imported, args, importer)
+    return 0
+
+
+def _write(imported: Imported, args: argparse.Namespace, importer: Importer) -> None:
+    """Write the attempts file and say what it holds, what was skipped and counted."""
+    from fire_exp.records import append_records
+
+    records = imported.records
+    if not records:
+        raise InputError(args.map or "--arm-from", "arms", "no result matched any arm pattern",
+                         f"check the patterns against the values of {args.arm_from or 'arm_from'}"
+                         f" ({', '.join(importer.arm_fields.names)} or a dotted path)")
     append_records(args.out, records)
     arms = sorted({r.arm for r in records})
     print(f"{len(records)} attempts ({len({r.task for r in records})} tasks; arms "
           f"{', '.join(arms)}) written to {args.out}")
-    if skipped:
-        print(f"{len(skipped)} trial(s) matched no arm and were skipped, e.g. {skipped[0]}")
+    if imported.skipped:
+        print(f"{len(imported.skipped)} result(s) matched no arm and were skipped, e.g. "
+              f"{imported.skipped[0]}")
+    for note in imported.notes:
+        print(note)
     causes = sorted({r.cause.value for r in records if r.cause})
     if causes:
         print(f"failure causes recorded: {', '.join(causes)}")
     print(f"next: fire-exp report {args.out} --plan PLAN.yaml")
-    return 0

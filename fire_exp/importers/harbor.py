@@ -3,7 +3,7 @@
 A Harbor job folder holds one folder per trial, ``JOB/TASK__ID/result.json`` (format in
 ``reference/harbor-tasks.md``). Each trial becomes one ``AttemptRecord``:
 
-- arm: from the user's mapping (``ArmMapping``): patterns over the job folder name, the
+- arm: from the user's mapping (``ArmMapping``, shared by every importer): patterns over the job folder name, the
   trial name, the agent name, the model name, or any field of ``result.json`` named by a
   dotted path (``config.agent.kwargs.harness``: job folders often share the agent's name
   and differ only in its arguments); cohort per task from the same mapping (default
@@ -18,37 +18,37 @@ A Harbor job folder holds one folder per trial, ``JOB/TASK__ID/result.json`` (fo
 
 from __future__ import annotations
 
-import fnmatch
-import json
+import argparse
 import math
-import re
-from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Sequence
+from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from fire_exp.errors import InputError
-from fire_exp.files import load_json, read_text
+from fire_exp.files import load_json
+from fire_exp.importers import mapping as _mapping
+from fire_exp.importers.contract import Imported
+from fire_exp.importers.mapping import ArmFields, ArmMapping, field_value, with_order
 from fire_exp.records import AttemptRecord, Cause, Timings, Usage
 
-__all__ = ["ArmMapping", "HarborTrial", "cause_for", "import_harbor", "load_mapping",
-           "read_trials"]
+__all__ = ["FIELDS", "HarborImporter", "HarborTrial", "cause_for", "check_arm_from",
+           "import_harbor", "load_mapping", "read_trials"]
 
-FIELDS: tuple[str, ...] = ("job", "trial", "agent", "model")
-_DOTTED = re.compile(r"^[A-Za-z_][\w-]*(\.[\w-]+)+$")
+FIELDS = ArmFields(("job", "trial", "agent", "model"), "result.json",
+                   "config.agent.kwargs.harness or agent_result.metadata.harness", "job")
 
 
 def check_arm_from(value: str, where: Path | str) -> str:
     """``value`` if it names a field (``job``, ``trial``, ``agent``, ``model``) or a dotted
     path into ``result.json``. Raises InputError otherwise."""
-    if value in FIELDS or _DOTTED.match(value):
-        return value
-    raise InputError(where, "arm_from", f"{value!r} is neither one of {', '.join(FIELDS)} "
-                     "nor a dotted path into result.json",
-                     "e.g. config.agent.kwargs.harness or agent_result.metadata.harness")
+    return _mapping.check_arm_from(value, where, FIELDS)
+
+
+def load_mapping(path: Path) -> ArmMapping:
+    """Read a mapping YAML whose ``arm_from`` names a Harbor field (docs/importers.md)."""
+    return _mapping.load_mapping(path, FIELDS)
 
 # Harbor exception types → fire-exp causes; names not listed are matched by keyword below.
 _EXACT = {"AgentTimeoutError": Cause.AGENT_TIMEOUT,
@@ -82,77 +82,6 @@ def cause_for(exception_type: str | None) -> Cause | None:
 
 
 @dataclass(frozen=True)
-class ArmMapping:
-    """How trials map to arms and tasks to cohorts.
-
-    Attributes:
-        arm_from: what the patterns match: ``job`` (folder name), ``trial``, ``agent``,
-            ``model``, or a dotted path into the trial's ``result.json``.
-        arms: ``(pattern, arm)`` pairs, fnmatch patterns tried in order; the first match
-            wins. Empty: the field's value itself is the arm.
-        cohorts: task name → cohort.
-        default_cohort: cohort of tasks not in ``cohorts``.
-        pass_threshold: a reward at or above it passes.
-    """
-
-    arm_from: str = "job"
-    arms: tuple[tuple[str, str], ...] = ()
-    cohorts: dict[str, str] = field(default_factory=dict)
-    default_cohort: str = "all"
-    pass_threshold: float = 1.0
-
-    def arm(self, values: dict[str, str]) -> str | None:
-        """The arm of a trial, given its :meth:`HarborTrial.value` of ``arm_from`` in
-        ``values`` (None when no pattern matches)."""
-        value = values.get(self.arm_from, "")
-        if not self.arms:
-            return value or None
-        return next((arm for pattern, arm in self.arms if fnmatch.fnmatchcase(value, pattern)),
-                    None)
-
-
-def load_mapping(path: Path) -> ArmMapping:
-    """Read a mapping YAML (see docs/report.md, "Importing Harbor jobs").
-
-    Raises:
-        InputError: missing file, bad YAML, or a field of the wrong shape.
-    """
-    try:
-        raw = yaml.safe_load(read_text(path)) or {}
-    except FileNotFoundError:
-        raise InputError(path, "<file>", "mapping file not found") from None
-    except yaml.YAMLError as exc:
-        raise InputError(path, "<yaml>", f"not valid YAML: {exc}") from exc
-    except (RecursionError, ValueError) as exc:  # nested too deeply; a 5,000-digit integer
-        raise InputError(path, "<yaml>", "nested too deeply, or an integer of thousands of "
-                         "digits") from exc
-    if not isinstance(raw, dict):
-        raise InputError(path, "<mapping>", "expected a mapping with arm_from, arms, cohorts")
-    unknown = set(raw) - {"arm_from", "arms", "cohorts", "default_cohort", "pass_threshold"}
-    if unknown:
-        raise InputError(path, sorted(unknown)[0], "unknown key",
-                         "keys: arm_from, arms, cohorts, default_cohort, pass_threshold")
-    source = check_arm_from(str(raw.get("arm_from", "job")), path)
-    arms, cohorts = raw.get("arms") or {}, raw.get("cohorts") or {}
-    if not isinstance(arms, dict) or not all(isinstance(v, str) for v in arms.values()):
-        raise InputError(path, "arms", "expected PATTERN: ARM pairs", "e.g. '*-real-*': real")
-    if not isinstance(cohorts, dict):
-        raise InputError(path, "cohorts", "expected TASK: COHORT pairs")
-    return ArmMapping(source, tuple((str(k), v) for k, v in arms.items()),
-                      {str(k): str(v) for k, v in cohorts.items()},
-                      str(raw.get("default_cohort", "all")),
-                      _threshold(raw.get("pass_threshold", 1.0), path))
-
-
-def _threshold(value: Any, path: Path) -> float:
-    if isinstance(value, bool) or not isinstance(value, int | float) \
-            or not math.isfinite(value):
-        raise InputError(path, "pass_threshold", f"expected a finite number, got {value!r:.60}",
-                         "e.g. pass_threshold: 1.0")
-    return float(value)
-
-
-@dataclass(frozen=True)
 class HarborTrial:
     """One trial's ``result.json``, with where it came from."""
 
@@ -169,17 +98,9 @@ class HarborTrial:
 
     def value(self, field: str) -> str:
         """A named field, or a dotted path into ``result.json`` ("" when it is missing)."""
-        if field in FIELDS:
+        if field in FIELDS.names:
             return self.values[field]
-        node: Any = self.raw
-        for key in field.split("."):
-            if isinstance(node, list) and key.isdigit() and int(key) < len(node):
-                node = node[int(key)]
-            else:
-                node = node.get(key) if isinstance(node, dict) else None
-        if node is None:
-            return ""
-        return node if isinstance(node, str) else json.dumps(node, sort_keys=True)
+        return field_value(self.raw, field)
 
     @property
     def values(self) -> dict[str, str]:
@@ -248,7 +169,7 @@ def _record(trial: HarborTrial, arm: str, replicate: int, mapping: ArmMapping,
     return AttemptRecord(
         run=run, panel="harbor", attempt_id=f"{trial.job}/{trial.values['trial']}", task=task,
         task_digest=str(trial.raw.get("task_checksum") or ""),
-        cohort=mapping.cohorts.get(task, mapping.default_cohort), arm=arm,
+        cohort=mapping.cohort(task), arm=arm,
         replicate=replicate, order=0, seed=0,
         agent=trial.values["agent"] or "harbor", environment="harbor", reward=reward,
         passed=reward is not None and reward >= mapping.pass_threshold, cause=cause,
@@ -288,15 +209,26 @@ def import_harbor(job_dirs: Sequence[Path], mapping: ArmMapping, run: str = "har
     for (_, arm), trials in sorted(chosen.items()):
         trials.sort(key=lambda t: (str(t.raw.get("started_at") or ""), t.values["trial"]))
         records += [_record(t, arm, i, mapping, run) for i, t in enumerate(trials)]
-    return _with_order(records), skipped
+    return with_order(records), skipped
 
 
-def _with_order(records: Iterable[AttemptRecord]) -> list[AttemptRecord]:
-    blocks: dict[tuple[str, int], list[AttemptRecord]] = {}
-    for r in records:
-        blocks.setdefault((r.task, r.replicate), []).append(r)
-    out = []
-    for block in blocks.values():
-        block.sort(key=lambda r: (r.started_at, r.arm))
-        out += [r.model_copy(update={"order": i}) for i, r in enumerate(block)]
-    return out
+class HarborImporter:
+    """``fire-exp import harbor JOB_DIR...``: Harbor job folders, one attempt per trial."""
+
+    kind = "harbor"
+    summary = "Harbor job folders (JOB/TASK__ID/result.json per trial)"
+    sources = "Harbor job folder(s)"
+    arm_fields = FIELDS
+
+    def add_options(self, parser: argparse.ArgumentParser) -> None:
+        """Harbor needs no options beyond the mapping."""
+
+    def default_run(self, sources: Sequence[Path]) -> str:
+        """The first job folder's name."""
+        return sources[0].name
+
+    def read(self, sources: Sequence[Path], mapping: ArmMapping, run: str,
+             options: argparse.Namespace) -> Imported:
+        """Every trial of the job folders (:func:`import_harbor`)."""
+        records, skipped = import_harbor(sources, mapping, run)
+        return Imported(records, [str(p) for p in skipped])

@@ -1,14 +1,17 @@
-"""The report's table of declared arms (``AnalysisResult.arm_changes``): what each arm
-changed, beside the models, tokens and cost of its attempts (``arms.{tex,md,csv}``)."""
+"""The report's tables of arms: every arm's frozen design (``arm_design.{tex,md,csv}``),
+and for declared arms (``AnalysisResult.arm_changes``) what each changed beside the
+models, tokens and cost of its attempts (``arms.{tex,md,csv}``)."""
 
 from __future__ import annotations
 
 import pandas as pd
 
+from fire_exp.analysis import AnalysisResult
+from fire_exp.report.design import arm_designs
 from fire_exp.report.render import ReportTable, fmt_int
 from fire_exp.report.tables import arm_label
 
-__all__ = ["arm_changes_table"]
+__all__ = ["arm_changes_table", "arm_design_table"]
 
 
 def _money(value: object) -> str:
@@ -32,3 +35,23 @@ def arm_changes_table(frame: pd.DataFrame) -> ReportTable:
                if r.description))
     return ReportTable("arms", "Arms: what each one changes, and what it cost", header, rows,
                        frame, align="lll" + "r" * 6, notes=notes)
+
+
+def arm_design_table(result: AnalysisResult) -> ReportTable:
+    """Per arm: whether it runs policies, what it changes and the frozen items it rests on
+    (``design.arm_designs``; every panel has this table, ``arm_design.{tex,md,csv}``)."""
+    designs = arm_designs(result)
+    rows = tuple((arm_label(d.arm), d.policies, "; ".join(d.changes),
+                  ", ".join(f"{item} {sha}" for item, sha in d.items) or "–")
+                 for d in designs)
+    data = pd.DataFrame([{"arm": d.arm, "declared": d.declared, "policies": d.policies,
+                          "changes": "; ".join(d.changes), "description": d.description,
+                          "items": " ".join(f"{i}={s}" for i, s in d.items)}
+                         for d in designs])
+    notes = ("As frozen in the run's prereg.json: a declared arm (panel.declare) as "
+             "composed, a preset as the arm registry builds it; SHA-256 prefixes of the "
+             "frozen files each arm depends on.",
+             *(f"{d.arm}: {d.description}" for d in designs if d.description))
+    return ReportTable("arm_design", "Arms: what each one changes (frozen design)",
+                       ("arm", "policies", "what it changes", "frozen items (SHA-256)"),
+                       rows, data, align="llll", notes=notes)

@@ -20,9 +20,10 @@ from fire_exp.analysis.sequential import sequential_markdown
 from fire_exp.errors import InputError
 from fire_exp.report.ablation import ablation_figure, ablation_table
 from fire_exp.report.accounting import accounting_table, prereg_table
-from fire_exp.report.arm_changes import arm_changes_table
+from fire_exp.report.arm_changes import arm_changes_table, arm_design_table
 from fire_exp.report.cohorts import interaction_table, tasks_table
-from fire_exp.report.figures import pass_rate_figure
+from fire_exp.report.design import runs_policies
+from fire_exp.report.figures import figure_cohorts, pass_rate_figure
 from fire_exp.report.plots import funnel_figure, heatmap_figure, pass_k_figure
 from fire_exp.report.reliability import reliability_table
 from fire_exp.report.render import (
@@ -33,6 +34,8 @@ from fire_exp.report.render import (
     write_table,
     write_tables,
 )
+from fire_exp.report.rounding import fixed
+from fire_exp.report.sequential import looks_table
 from fire_exp.report.suite import suite_table, transitions_table
 from fire_exp.report.tables import (
     contrasts_table,
@@ -49,6 +52,8 @@ TABLE_BUILDERS: tuple[Callable[[AnalysisResult], ReportTable], ...] = (
     contrasts_table, funnel_table, family_funnel_table, near_miss_table, suite_table,
     transitions_table, interaction_table, tasks_table, reliability_table, accounting_table,
     prereg_table)
+# Tables of what policies did: left out of a panel whose arms run none.
+POLICY_TABLES = (funnel_table, family_funnel_table, near_miss_table)
 
 
 @dataclass(frozen=True)
@@ -97,7 +102,7 @@ class Report:
         pr = self.result.pass_rates
         if not pr.empty:
             wide = pr.pivot(index="arm", columns="cohort", values="pass_rate_pct")
-            wide = wide.map(lambda v: "" if pd.isna(v) else f"{v:.1f}")  # as the report's
+            wide = wide.map(lambda v: "" if pd.isna(v) else fixed(v))  # as the report's
             order = [a for a in self.result.arms if a in wide.index]
             parts.append("# Pass rate (%) per arm\n\n" + markdown_table(
                 wide.loc[order].reset_index()) + "\n")
@@ -111,10 +116,11 @@ class Report:
 
 def _figures(result: AnalysisResult, out: Path) -> list[Path]:
     paths = pass_rate_figure(result.pass_rates, out / "fig_pass_rates",
-                             tuple(c for c in ("eligible", "silent")
-                                   if c in set(result.pass_rates["cohort"])) or ("all",))
+                             figure_cohorts(list(result.pass_rates["cohort"].unique()),
+                                            result.main_cohort), result.reference)
     f = result.funnel
-    if not f.empty and f[["state", "fired", "behavior"]].to_numpy().any():
+    if runs_policies(result) and not f.empty and \
+            f[["state", "fired", "behavior"]].to_numpy().any():
         paths += funnel_figure(f, out / "fig_funnel", result.main_cohort)
     if not result.pass_k.empty:
         paths += pass_k_figure(result.pass_k, out / "fig_pass_k", result.suite_cohort)
@@ -126,7 +132,12 @@ def render_report(result: AnalysisResult, out: Path | str) -> Report:
     """Write ``result`` as the report in ``out``: paper tables, figures, ``report.md`` and
     the analysis' tables in ``out/data/``."""
     out = Path(out)
-    tables = [build(result) for build in TABLE_BUILDERS]
+    policies = runs_policies(result)
+    tables = [build(result) for build in TABLE_BUILDERS
+              if policies or build not in POLICY_TABLES]
+    tables.insert(1, arm_design_table(result))
+    looks = looks_table(result)
+    tables[1:1] = [looks] if looks is not None else []
     tables += [ablation_table(result.ablation)] if not result.ablation.empty else []
     tables += [arm_changes_table(result.arm_changes)] if not result.arm_changes.empty else []
     banner = result.status.message if result.status.partial else ""
@@ -137,8 +148,11 @@ def render_report(result: AnalysisResult, out: Path | str) -> Report:
     plan = result.plan
     source = Path(str(result.metadata.get("source")))
     run = source.parent if source.name == "attempts.jsonl" else source
-    head = (f"# Report: {source}\n\nanalysis plan {plan.name} (seed {plan.seed}); every "
-            f"attempt in the browser: `fire-exp view {run}`\n\n")
+    # Named from the run's folder, not this machine's: a report travels with a paper.
+    named = f"{run.name}/{source.name}" if run != source else source.name
+    head = (f"# Report: {named}\n\nanalysis plan {plan.name} (seed {plan.seed}); every "
+            f"attempt in the browser: `fire-exp view {run.name}` (from the folder holding "
+            "the run)\n\n")
     if banner:
         head += f"> **Partial run: {banner}**\n\n"
     if result.sequential is not None:  # the primary result of a sequential plan

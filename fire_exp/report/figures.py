@@ -21,7 +21,8 @@ from matplotlib.figure import Figure  # noqa: E402
 
 from fire_exp.analysis import arms_in_order  # noqa: E402
 
-__all__ = ["ARM_LABELS", "arm_style", "arms_in_order", "pass_rate_figure", "save", "styled"]
+__all__ = ["ARM_LABELS", "arm_style", "arms_in_order", "figure_cohorts", "pass_rate_figure",
+           "pass_rate_title", "save", "styled"]
 
 ARM_LABELS = {"real": "real policy", "sham": "triggered sham", "always_verify": "always verify",
               "reconsider": "reconsider", "baseline": "baseline"}
@@ -64,19 +65,48 @@ def _span(values: pd.Series) -> str:
     return str(low) if low == high else f"{low}–{high}"
 
 
+def figure_cohorts(cohorts: list[str], primary: str) -> tuple[str, ...]:
+    """The cohorts Figure 1 draws: the primary contrast's first, then eligible and silent.
+
+    >>> figure_cohorts(["all", "eligible", "silent"], "all")
+    ('all', 'eligible', 'silent')
+    >>> figure_cohorts(["eligible", "silent", "all"], "eligible")
+    ('eligible', 'silent')
+    """
+    present = set(cohorts)
+    chosen = [c for c in (primary, "eligible", "silent") if c in present]
+    return tuple(dict.fromkeys(chosen)) or (("all",) if "all" in present else tuple(cohorts[:1]))
+
+
+def pass_rate_title(arms: list[str], reference: str) -> str:
+    """Figure 1's title: it names the dashed arm only when the panel has it.
+
+    >>> pass_rate_title(["agents_md", "no_file"], "no_file")
+    'Pass rate per arm (dashed: no_file)'
+    >>> pass_rate_title(["agents_md", "no_file"], "baseline")
+    'Pass rate per arm'
+    """
+    return "Pass rate per arm" + (f" (dashed: {ARM_LABELS.get(reference, reference)})"
+                                  if reference in arms else "")
+
+
 def pass_rate_figure(pass_rates: pd.DataFrame, out: Path, cohorts: tuple[str, ...] =
-                     ("eligible", "silent")) -> list[Path]:
+                     ("eligible", "silent"), reference: str = "baseline") -> list[Path]:
     """FIRE's Figure 1: pass rate per arm with 95 % task-bootstrap intervals, per cohort.
 
     Args:
         pass_rates: the analysis' ``pass_rates`` table (cohort, arm, n_tasks, attempts,
             pass_rate_pct, ci_low_pct, ci_high_pct).
         out: path without suffix; writes ``out.png`` and ``out.pdf``.
+        cohorts: the cohorts drawn, in the legend's order (``figure_cohorts``).
+        reference: the arm whose pass rate is drawn dashed, when the panel has it (the
+            title names it; a panel without it has no dashed line and says none).
     """
     rows = pass_rates[pass_rates["cohort"].isin(cohorts)]
     arms = arms_in_order(list(rows["arm"].unique()))
     with styled():
-        fig, ax = plt.subplots(figsize=(5.2, 3.0))
+        wide = len(cohorts) > 2  # three legend entries do not fit above the axes
+        fig, ax = plt.subplots(figsize=(7.2, 3.0) if wide else (5.2, 3.0))
         offsets = {c: (i - (len(cohorts) - 1) / 2) * 0.22 for i, c in enumerate(cohorts)}
         for cohort in cohorts:
             part = rows[rows["cohort"] == cohort].set_index("arm")
@@ -90,14 +120,17 @@ def pass_rate_figure(pass_rates: pd.DataFrame, out: Path, cohorts: tuple[str, ..
                     f"{_span(sub['attempts'])} attempts/arm)"
             ax.errorbar(xs, sub["pass_rate_pct"], yerr=err, fmt=marker, color=colour, capsize=3,
                         markersize=6, label=label)
-            if "baseline" in sub.index:
-                ax.axhline(sub.loc["baseline", "pass_rate_pct"], color=colour, lw=0.8, ls="--",
-                           alpha=0.7)
+            if reference in sub.index:
+                ax.axhline(sub.loc[reference, "pass_rate_pct"], color=colour, lw=0.8,
+                           ls="--", alpha=0.7)
         ax.set_xticks(range(len(arms)), [ARM_LABELS.get(a, a) for a in arms], rotation=15)
         ax.set_ylabel("pass rate (%), 95 % CI")
         ax.set_ylim(-3, 103)
-        ax.legend(loc="lower center", bbox_to_anchor=(0.5, 1.0), ncol=len(cohorts),
-                  frameon=False)
-        ax.set_title("Pass rate per arm (dashed: baseline)", pad=18)
+        if wide:
+            ax.legend(loc="center left", bbox_to_anchor=(1.02, 0.5), frameon=False)
+        else:
+            ax.legend(loc="lower center", bbox_to_anchor=(0.5, 1.0), ncol=len(cohorts),
+                      frameon=False)
+        ax.set_title(pass_rate_title(arms, reference), pad=6 if wide else 18)
         fig.tight_layout()
         return save(fig, out)

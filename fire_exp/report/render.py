@@ -13,7 +13,6 @@ import json
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from decimal import ROUND_HALF_UP, Decimal
 from pathlib import Path
 
 import numpy as np
@@ -22,6 +21,7 @@ import pandas as pd
 from fire_exp.analysis import AnalysisResult
 from fire_exp.analysis.sequential import sequential_markdown
 from fire_exp.report.latex import tabular
+from fire_exp.report.rounding import cell4, fixed, is_missing, p_text
 
 DATA_DIR = "data"  # the analysis' own tables, inside the report folder
 
@@ -108,29 +108,21 @@ def write_table(table: ReportTable, out: Path, partial: str = "") -> list[Path]:
 
 
 def _nan(x: object) -> bool:
-    return x is None or (isinstance(x, float) and math.isnan(x))
+    return is_missing(x)
 
 
 def fmt_num(x: object, digits: int = 1) -> str:
-    """A number with fixed decimals, ``–`` for missing.
+    """A number with fixed decimals, ``–`` for missing (``rounding.fixed``: 6.25 → 6.3).
 
     >>> fmt_num(25.0), fmt_num(float("nan")), fmt_num(-3.571, 2), fmt_num(-6.25), fmt_num(5, 0)
     ('25.0', '–', '-3.57', '-6.3', '5')
     """
-    if _nan(x):
-        return "–"
-    value = float(x)  # type: ignore[arg-type]
-    if not math.isfinite(value):
-        return str(value)
-    # Half away from zero, as the paper prints 6.25 → 6.3 (Python's format is half-even).
-    text = str(Decimal(repr(value)).quantize(Decimal(1).scaleb(-digits),
-                                             rounding=ROUND_HALF_UP))
-    return text[1:] if text.startswith("-") and float(text) == 0 else text
+    return fixed(x, digits)
 
 
 def fmt_pct(x: object, digits: int = 1) -> str:
     """Percent or points with one decimal (the table's unit is in its header)."""
-    return fmt_num(x, digits)
+    return fixed(x, digits)
 
 
 def fmt_int(x: object) -> str:
@@ -146,22 +138,16 @@ def fmt_ci(low: object, high: object, digits: int = 1) -> str:
     """
     if _nan(low) or _nan(high):
         return "–"
-    return f"[{fmt_num(low, digits)}, {fmt_num(high, digits)}]"
+    return f"[{fixed(low, digits)}, {fixed(high, digits)}]"
 
 
 def fmt_p(p: object) -> str:
-    """A p-value with three decimals, ``<0.001`` below.
+    """A p-value with three decimals, ``<0.001`` below (``rounding.p_text``).
 
     >>> fmt_p(0.0625), fmt_p(1.0), fmt_p(2e-5)
     ('0.063', '1.000', '<0.001')
     """
-    if _nan(p):
-        return "–"
-    value = float(p)  # type: ignore[arg-type]
-    if value < 0.001:
-        return "<0.001"
-    # Half up, as papers print exact p-values (0.0625 → 0.063), not Python's half-even.
-    return str(Decimal(repr(value)).quantize(Decimal("0.001"), rounding=ROUND_HALF_UP))
+    return p_text(p)
 
 
 def _fmt(value: object) -> str:
@@ -173,15 +159,13 @@ def _fmt(value: object) -> str:
 
 
 def _float_cells(values: list[float]) -> list[str]:
-    """Non-NaN floats as table cells, four decimals (``_fmt`` of one; a list at once for a
-    per-task table, whose costs are all distinct).
+    """Non-NaN floats as table cells, four decimals (``rounding.cell4``; a list at once for
+    a per-task table, whose costs are all distinct).
 
     >>> _float_cells([0.5, 2.0, 0.00012345, 0.0, -1.25])
     ['0.5', '2', '0.0001234', '0', '-1.25']
     """
-    # + 0.0: a negative zero prints as 0
-    return [f"{v:.4g}" if -1e-3 < v < 1e-3 and v != 0 else f"{v + 0.0:.4f}".rstrip("0").rstrip(".")
-            for v in values]
+    return [cell4(v) for v in values]
 
 
 _FEW_ROWS = 512  # a table this short is formatted cell by cell; longer, by distinct values

@@ -4,6 +4,7 @@ rendered from the analysis' ``suite`` and ``suite_transitions`` tables."""
 from __future__ import annotations
 
 from fire_exp.analysis import AnalysisResult
+from fire_exp.report.design import runs_policies
 from fire_exp.report.render import ReportTable, fmt_ci, fmt_int, fmt_num, fmt_p
 from fire_exp.report.tables import arm_label
 
@@ -13,6 +14,7 @@ __all__ = ["suite_table", "transitions_table"]
 def suite_table(result: AnalysisResult) -> ReportTable:
     """Per arm: pass@1 with CI, Δ vs reference, pass@2, pass^2, terminations, cost, time."""
     cohort, ref, data = result.suite_cohort, result.reference, result.suite
+    fired = runs_policies(result)  # a panel whose arms run no policy has no "fired" column
     rows = []
     for r in data.to_dict("records"):
         own = r["arm"] == ref
@@ -24,21 +26,23 @@ def suite_table(result: AnalysisResult) -> ReportTable:
                      fmt_p(r["delta_p"]), fmt_num(r["pass_at_2_pct"]),
                      fmt_num(r["pass_hat_2_pct"]),
                      "–" if own else f"{int(r['improved'])}/{int(r['regressed'])}",
-                     f"{r['tasks_fired']}/{r['n_tasks']}", fmt_int(r["gave_up"]),
+                     *([f"{r['tasks_fired']}/{r['n_tasks']}"] if fired else []),
+                     fmt_int(r["gave_up"]),
                      fmt_int(r["timeouts"]), fmt_int(r["crashes"]),
                      fmt_num(r["total_cost_usd"], 2), fmt_num(r["mean_agent_seconds"])))
     notes = [f"{cohort} tasks; pass@1 % with 95 % task-bootstrap CI; Δ vs {ref} in "
              "points with CI and sign-flip p; pass@2, pass^2 in % (unbiased estimators).",
-             f"improved/regressed: tasks whose pass rate rose/fell vs {ref}; fired: "
-             "tasks where the policy fired at least once; timeouts: agent or verifier "
-             "timeout; crashes: every other recorded failure cause.",
+             f"improved/regressed: tasks whose pass rate rose/fell vs {ref}; "
+             + ("fired: tasks where the policy fired at least once; " if fired else "")
+             + "timeouts: agent or verifier timeout; crashes: every other recorded failure "
+             "cause.",
              "cost: total USD over scored attempts; time: mean agent seconds per attempt."]
     if len(data) and not data["delta_planned"].all():
         notes.append("* not in the analysis plan: exploratory, not multiplicity-adjusted.")
     return ReportTable("suite", f"Suite metrics per arm ({cohort} tasks; FIRE Tables 5 and 7)",
                        ("arm", "pass@1 %", f"Δ vs {ref}", "p", "pass@2 %",
-                        "pass^2 %", "impr./regr.", "fired", "gave up", "timeouts",
-                        "crashes", "cost $", "agent s"),
+                        "pass^2 %", "impr./regr.", *(["fired"] if fired else []), "gave up",
+                        "timeouts", "crashes", "cost $", "agent s"),
                        tuple(rows), data, notes=tuple(notes))
 
 

@@ -11,6 +11,7 @@ import pandas as pd
 from fire_exp.analysis import AnalysisResult, parse_contrast
 from fire_exp.report.figures import ARM_LABELS
 from fire_exp.report.render import ReportTable, fmt_ci, fmt_int, fmt_num, fmt_p
+from fire_exp.report.rounding import rate_of
 
 __all__ = ["arm_label", "contrast_label", "contrasts_table", "family_funnel_table",
            "funnel_table", "near_miss_table"]
@@ -133,7 +134,7 @@ def near_miss_table(result: AnalysisResult) -> ReportTable:
     records = data.to_dict("records")
     rows = tuple((str(r["family"]).replace("_", " "), arm_label(str(r["arm"])),
                   fmt_int(r["passed_in_state"]), fmt_int(r["near_miss"]), fmt_int(r["uncoded"]),
-                  fmt_num(r["near_miss_pct"]) if r["passed_in_state"] else "–")
+                  rate_of(int(r["near_miss"]), int(r["passed_in_state"])))
                  for r in records)
     return ReportTable(
         "near_miss", "Near-misses: passes in the risky state without the registered behavior",
@@ -141,4 +142,5 @@ def near_miss_table(result: AnalysisResult) -> ReportTable:
          "near-miss %"), rows, data, align="llrrrr",
         rules_after=_block_ends([str(r["family"]) for r in records]),
         notes=("Near-miss % = passes in the risky state without the registered behavior / "
-               "passes in the risky state (seed 000); '–' where no attempt passed in it.",))
+               "passes in the risky state (seed 000), with its counts where fewer than 20 "
+               "passed in it; '–' where none did.",))

@@ -18,12 +18,15 @@ from pathlib import Path
 from typing import Any
 
 from fire_exp.records import AttemptRecord
+from fire_exp.view.box_paths import box_names, in_box_names, task_workdir
 from fire_exp.view.collect import Redact
 from fire_exp.view.conversation import read_conversation
 from fire_exp.view.files import attempt_files
 
 __all__ = ["TEXT_KEPT", "attempt_detail", "interleave", "is_near_miss", "timeline"]
 
+# Record fields that hold no text the box printed (kept byte for byte: ids, seeds, hashes).
+_NOT_TEXT = frozenset({"attempt_id", "seed", "config_hash", "log_dir", "log_files"})
 TEXT_KEPT = 20_000  # characters of one output or log kept in the page; the rest is elided
 
 
@@ -206,4 +209,5 @@ def attempt_detail(record: AttemptRecord, run_dir: Path, task_dir: Path | None,
     data["setup_log"] = _read_text(files.setup_log, redact)
     data["log_files"] = sorted(str(p.relative_to(files.logs)) for p in files.logs.rglob("*")
                                if p.is_file())
-    return data
+    names = box_names(files.root, task_workdir(task_dir))
+    return {k: v if k in _NOT_TEXT else in_box_names(v, names) for k, v in data.items()}

@@ -20,8 +20,9 @@ from fire_exp.analysis import AnalysisPlan, AnalysisResult, RunInputs, analyze, 
 from fire_exp.environments.redaction import redact_text, secret_values
 from fire_exp.paths import PACKAGE_DIR
 from fire_exp.records import AttemptRecord
+from fire_exp.report.rounding import cell4, fixed, is_missing, p_text, rate_of
 
-__all__ = ["Redact", "RunData", "collect", "format_cell", "secret_redactor", "table_data",
+__all__ = ["Redact", "RunData", "cell_text", "collect", "format_cell", "secret_redactor", "table_data",
            "without_machine_paths"]
 
 # Names of environment variables whose values are secrets (API keys, tokens, passwords).
@@ -43,9 +44,14 @@ def is_percent(column: str) -> bool:
     return column.endswith(("_pct", "_pp"))
 
 
+def is_p_value(column: str) -> bool:
+    """Whether a table column holds p-values (``p_value``, ``p_holm``, ``delta_p``, ...)."""
+    return column in ("p_value", "p_holm") or column.endswith("_p")
+
+
 def format_cell(value: object, decimals: int = 4) -> object:
-    """A table cell for the page: floats to ``decimals`` places (4; percentages 1, as the
-    report prints them), NaN empty, inf as text."""
+    """A cell of an attempt's data for the page: floats to ``decimals`` places by the one
+    rounding rule (``rounding.cell4`` at 4), NaN empty, inf as text."""
     if isinstance(value, bool) or value is None:
         return value
     if isinstance(value, float):
@@ -53,9 +59,7 @@ def format_cell(value: object, decimals: int = 4) -> object:
             return None
         if math.isinf(value):
             return str(value)  # "inf", as the Markdown tables print it
-        if decimals == 4 and abs(value) < 1e-3 and value != 0:
-            return float(f"{value:.4g}")
-        return round(value, decimals) + 0.0  # + 0.0: no "-0"
+        return float(cell4(value) if decimals == 4 else fixed(value, decimals)) + 0.0
     if isinstance(value, int):
         return value
     if hasattr(value, "item"):  # numpy scalars
@@ -63,12 +67,47 @@ def format_cell(value: object, decimals: int = 4) -> object:
     return str(value)
 
 
+def cell_text(column: str, value: object) -> object:
+    """One analysis-table cell as the report prints it: percentages and points to one
+    decimal, p-values to three (``<0.001`` below), other floats to four; counts stay
+    numbers, NaN is empty (None)."""
+    if hasattr(value, "item"):  # numpy scalars
+        value = value.item()
+    if isinstance(value, bool) or value is None or isinstance(value, int):
+        return value
+    if isinstance(value, float):
+        if math.isnan(value):
+            return None
+        if math.isinf(value):
+            return str(value)
+        if is_percent(column):
+            return fixed(value, 1)
+        return p_text(value) if is_p_value(column) else cell4(value)
+    return str(value)
+
+
+# A rate column and the (numerator, denominator) count columns beside it: shown with its
+# denominator when that is small, as the report prints it ("100.0 (1 of 1)").
+RATE_COUNTS = {"near_miss_pct": ("near_miss", "passed_in_state")}
+
+
+def _row_cells(columns: list[str], row: tuple[Any, ...]) -> list[object]:
+    cells = [cell_text(c, v) for c, v in zip(columns, row, strict=True)]
+    for rate, (k, n) in RATE_COUNTS.items():
+        if rate in columns and k in columns and n in columns:
+            num, den = row[columns.index(k)], row[columns.index(n)]
+            if not (is_missing(num) or is_missing(den)):
+                cells[columns.index(rate)] = rate_of(int(num), int(den))
+    return cells
+
+
 def table_data(name: str, frame: pd.DataFrame) -> dict[str, Any]:
-    """One analysis table as ``{name, columns, rows}`` (percentages to one decimal)."""
-    places = [1 if is_percent(str(c)) else 4 for c in frame.columns]
-    rows = [[format_cell(v, d) for v, d in zip(row, places, strict=True)]
-            for row in frame.itertuples(index=False, name=None)]
-    return {"name": name, "columns": [str(c) for c in frame.columns], "rows": rows}
+    """One analysis table as ``{name, columns, numeric, rows}``: each float cell is the text
+    the report prints for it (``cell_text``), so the page never rounds a table again."""
+    columns = [str(c) for c in frame.columns]
+    numeric = [frame[c].dtype.kind in "biuf" for c in frame.columns]
+    rows = [_row_cells(columns, row) for row in frame.itertuples(index=False, name=None)]
+    return {"name": name, "columns": columns, "numeric": numeric, "rows": rows}
 
 
 @dataclass(frozen=True)

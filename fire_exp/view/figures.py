@@ -22,14 +22,16 @@ def draw_figures(result: AnalysisResult, out: Path) -> list[Path]:
         result: the analysis.
         out: the figures folder.
     """
-    from fire_exp.report.figures import pass_rate_figure
+    from fire_exp.report.design import runs_policies
+    from fire_exp.report.figures import figure_cohorts, pass_rate_figure
     from fire_exp.report.plots import funnel_figure, pass_k_figure
 
     out.mkdir(parents=True, exist_ok=True)
-    cohorts = tuple(c for c in ("eligible", "silent") if c in set(result.pass_rates["cohort"]))
-    paths = pass_rate_figure(result.pass_rates, out / "fig_pass_rates", cohorts or ("all",))
+    cohorts = figure_cohorts(list(result.pass_rates["cohort"].unique()), result.main_cohort)
+    paths = pass_rate_figure(result.pass_rates, out / "fig_pass_rates", cohorts, result.reference)
     f = result.funnel
-    if not f.empty and f[["state", "fired", "behavior"]].to_numpy().any():
+    if runs_policies(result) and not f.empty and \
+            f[["state", "fired", "behavior"]].to_numpy().any():
         paths += funnel_figure(f, out / "fig_funnel", result.main_cohort)
     if not result.pass_k.empty:
         paths += pass_k_figure(result.pass_k, out / "fig_pass_k", result.suite_cohort)

@@ -21,12 +21,14 @@ from __future__ import annotations
 
 import csv
 import json
+import math
 import shutil
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from fire_exp.analysis import arms_in_order, parse_contrast
+from fire_exp.report.design import arm_designs, policy_arms, runs_policies
 from fire_exp.view.attempt import attempt_detail, is_near_miss
 from fire_exp.view.collect import Redact, RunData, format_cell, table_data, without_machine_paths
 from fire_exp.view.figures import draw_figures
@@ -151,6 +153,46 @@ def _contrasts(data: RunData, arms: list[str]) -> list[dict[str, str]]:
             if a in arms and b in arms]
 
 
+POLICY_TABLES = ("funnel", "family_funnel", "near_miss")  # what policies did
+POLICY_COLUMNS = ("tasks_fired",)
+
+
+def _tables(data: RunData) -> list[dict[str, Any]]:
+    """The analysis' tables; of a panel whose arms run no policy, without the funnel's."""
+    res = data.result
+    policies = runs_policies(res)
+    return [table_data(n, f if policies else f.drop(columns=[c for c in POLICY_COLUMNS
+                                                           if c in f.columns]))
+            for n, f in res.tables().items()
+            if not f.empty and (policies or n not in POLICY_TABLES)]
+
+
+def _design(data: RunData) -> dict[str, Any]:
+    """The panel's design as the pages word it: each arm's changes and frozen items, which
+    arms run policies, the primary contrast's pair and cohort, the sequential test."""
+    res = data.result
+    a, b = parse_contrast(res.plan.primary.contrast)
+    return {"design": [{"arm": d.arm, "declared": d.declared, "policies": d.policies,
+                        "changes": list(d.changes), "description": d.description,
+                        "items": [list(x) for x in d.items]} for d in arm_designs(res)],
+            "policyArms": policy_arms(res),
+            "primary": {"contrast": res.plan.primary.contrast, "a": a, "b": b,
+                        "cohort": res.main_cohort},
+            "sequential": _finite(json.loads(json.dumps(res.sequential, default=str)))
+            if res.sequential is not None else None}
+
+
+def _finite(value: Any) -> Any:
+    """``value`` with every NaN or infinite float as text (JSON has no such numbers)."""
+    if isinstance(value, dict):
+        return {k: _finite(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_finite(v) for v in value]
+    if isinstance(value, float) and not math.isfinite(value):
+        return str(value)
+    return value
+
+
 def build_index(data: RunData, figures: list[Path], out: Path) -> dict[str, Any]:
     """The overview and one short row per attempt, as JSON-ready data."""
     att = data.inputs.loaded.attempts
@@ -173,7 +215,8 @@ def build_index(data: RunData, figures: list[Path], out: Path) -> dict[str, Any]
                  ("plan", "plan_hash", "seed", "plan_used")},
         "metadata": json.loads(json.dumps(dict(plan_meta), default=str)),
         "notes": list(res.notes), "contrasts": _contrasts(data, names["arms"]),
-        "tables": [table_data(n, f) for n, f in res.tables().items() if not f.empty],
+        **_design(data),
+        "tables": _tables(data),
         "figures": [{"name": p.stem, "src": p.relative_to(out).as_posix()} for p in figures],
         **names, "taskCohort": [lk["cohorts"][cohort_of[t]] for t in tasks],
         "grid": _grid(data, lk["tasks"], lk["arms"]), "columns": COLUMNS,
@@ -188,16 +231,22 @@ def format_meta(value: object) -> object:
     return value if isinstance(value, str | int | float | bool) or value is None else str(value)
 
 
-def _search_text(detail: dict[str, Any]) -> list[str]:
-    """What a text search reads of one attempt: its commands, outputs and messages."""
-    commands, outputs, messages = [], [], []
+def _search_text(detail: dict[str, Any]) -> list[list[str]]:
+    """What a text search reads of one attempt: its commands, outputs and messages, one
+    entry per step, so a phrase matches within one step and a snippet quotes one."""
+    commands: list[str] = []
+    outputs: list[str] = []
+    messages: list[str] = []
+    left = SEARCH_OUTPUTS_KEPT
     for item in detail.get("timeline", []):
         if item["kind"] in ("command", "edit"):
             commands.append(item["command"])
-            outputs.append(item["output"][:SEARCH_OUTPUT_KEPT])
+            output = item["output"][:min(SEARCH_OUTPUT_KEPT, max(left, 0))]
+            left -= len(output)
+            outputs.append(output)
         elif item["kind"] == "message":
-            messages += [item["text"], *item["calls"], *item["commands"]]
-    return ["\n".join(commands), "\n".join(outputs)[:SEARCH_OUTPUTS_KEPT], "\n".join(messages)]
+            messages += [t for t in (item["text"], *item["calls"], *item["commands"]) if t]
+    return [commands, outputs, messages]
 
 
 def _csv_details(data: RunData) -> list[dict[str, Any]]:
@@ -229,7 +278,7 @@ def _write_attempts(data: RunData, out: Path, redact: Redact) -> int:
     return n
 
 
-def _write_search(out: Path, k: int, rows: list[list[str]]) -> None:
+def _write_search(out: Path, k: int, rows: list[list[list[str]]]) -> None:
     (out / "data" / "s" / f"{k}.js").write_text(f"FIRE_SEARCH({k},{_js(rows)});\n",
                                                encoding="utf-8")
 

@@ -73,7 +73,7 @@ def test_every_page_loads_without_console_errors(browser, site, served, origin):
 
 
 def test_grid_has_one_cell_per_task_and_arm(browser, site, records):
-    _open(browser, (site / "index.html").as_uri() + "#grid", "#grid a.cell")
+    _open(browser, (site / "index.html").as_uri() + "#grid?cohort=every", "#grid a.cell")
     cells = [(td.get_attribute("data-task"), td.get_attribute("data-arm"))
              for td in _css(browser, "#grid td[data-task]")]
     expected = {(r.task, r.arm) for r in records}

@@ -260,7 +260,7 @@ def test_labels_unknowns_and_percentages(browser, site, records, tmp_path):
 
 def test_the_site_names_no_path_of_the_machine_that_built_it(site, demo_run):
     """The overview and the page (the logs are the run's own text, shown as they are)."""
-    for path in [site / "index.html", site / "view.js", site / "attempt.js",
+    for path in [site / "index.html", site / "view.js", site / "attempt.js", site / "search.js",
                  site / "data" / "index.js"]:
         text = path.read_text(encoding="utf-8")
         assert str(REPO) not in text and str(demo_run.parent) not in text, path

@@ -3,7 +3,7 @@
 "use strict";
 window.FIRE_ATTEMPT_PAGES = function (V) {
   const { D, A, C, el, show, fmt, unknown, yesno, pre, folded, hashLink, dl, table, idOf, byId,
-    loadAttempt, outcome, current } = V;
+    loadAttempt, outcome, current, runsPolicies } = V;
   const FOLD = 600; // characters of a message shown before it folds
 
   // ---- one attempt: the conversation, commands and policy events in order --------------------
@@ -78,7 +78,7 @@ window.FIRE_ATTEMPT_PAGES = function (V) {
     return el("div", { class: "attempt-head" }, outcome(A[i]), ` reward ${d.reward === null || d.reward === undefined ? "unknown (none read)" : d.reward}`,
       d.cause ? el("span", { class: "badge warnb" }, d.cause) : null,
       d.valid === false ? el("span", { class: "badge fail" }, "invalid") : null,
-      d.near_miss ? el("span", { class: "badge warnb" }, "near-miss") : null);
+      d.near_miss && runsPolicies(d.arm) ? el("span", { class: "badge warnb" }, "near-miss") : null);
   }
   function timelineList(d) {
     return [d.log_problems.length ? el("ul", { class: "warn" }, d.log_problems.map((p) => el("li", {}, p))) : null,
@@ -97,12 +97,14 @@ window.FIRE_ATTEMPT_PAGES = function (V) {
     }
     const placed = d.timeline.reduce((k, s) => k + (s.events ? s.events.length : 0), 0) + d.unplaced.length;
     const t = d.timings, u = d.usage, l = d.lineage;
+    const policy = runsPolicies(d.arm);
     return el("div", { class: "attempt" }, head,
       el("section", {}, el("h2", {}, "Instruction"),
         d.instruction === null ? el("p", { class: "muted" }, "task folder not found; instruction not shown") : folded("instruction.md", pre(d.instruction, "instruction"), true)),
-      el("section", {}, el("h2", {}, "Funnel coding per family"), familyTable(d)),
+      policy ? el("section", {}, el("h2", {}, "Funnel coding per family"), familyTable(d)) : null,
       el("section", {}, el("h2", { id: "timeline-head" }, `Timeline: ${counts(d.timeline)}`),
-        el("p", { class: "muted" }, "What the agent said, the commands it ran and the policy's events, in the order they happened."),
+        el("p", { class: "muted" }, policy ? "What the agent said, the commands it ran and the policy's events, in the order they happened."
+          : `What the agent said and the commands it ran, in the order they happened (arm ${d.arm} runs no policy).`),
         timelineList(d)),
       verifierSection(d, false),
       el("div", { class: "cols" },
@@ -114,7 +116,7 @@ window.FIRE_ATTEMPT_PAGES = function (V) {
           ["invalid reason", d.invalid_reason], ["cause", d.cause || "none"], ["error", d.error], ["gave up", yesno(d.gave_up)]])),
         el("section", {}, el("h2", {}, "Attempt"), dl([["agent", d.agent], ["tier", d.tier], ["environment", d.environment],
           ["seed", el("code", { id: "seed" }, fmt(d.seed))], ["arm order", d.order],
-          ["policy hook calls", d.events], ["policy decisions (not allow)", d.decisions], ["policy events in the timeline", placed],
+          ...(policy ? [["policy hook calls", d.events], ["policy decisions (not allow)", d.decisions], ["policy events in the timeline", placed]] : []),
           ["started", d.started_at], ["finished", d.finished_at], ["config hash", d.config_hash], ["log folder", d.log_dir]]))),
       folded("setup.log", pre(d.setup_log, "output")), folded(`log files (${(d.log_files || []).length})`,
         el("ul", {}, (d.log_files || []).map((f) => el("li", {}, f)))));
@@ -175,9 +177,13 @@ window.FIRE_ATTEMPT_PAGES = function (V) {
       el("div", { class: "aligned", id: "aligned" }, cells));
   }
   function renderCompare(params) {
-    const task = params.get("task") || D.tasks[0];
-    const a = params.get("a") || D.arms[0];
-    const b = params.get("b") || D.arms.find((x) => x !== a && x === "sham") || D.arms.find((x) => x !== a) || a;
+    // Opens on the primary contrast's pair, on the first task of its cohort.
+    const inPrimary = (t) => D.primary.cohort === "all" || D.cohorts[D.taskCohort[t]] === D.primary.cohort;
+    const task = params.get("task") || D.tasks[D.tasks.findIndex((_, t) => inPrimary(t))] || D.tasks[0];
+    const has = (arm) => D.arms.includes(arm);
+    const a = params.get("a") || (has(D.primary.a) ? D.primary.a : D.arms[0]);
+    const b = params.get("b") || (has(D.primary.b) && D.primary.b !== a ? D.primary.b : null) ||
+      (a !== D.primary.a && has(D.primary.a) ? D.primary.a : null) || D.arms.find((x) => x !== a) || a;
     const set = (k, v) => { const n = new URLSearchParams(params); n.set("task", task); n.set("a", a); n.set("b", b);
       if (k !== "ia" && k !== "ib") { n.delete("ia"); n.delete("ib"); }
       n.set(k, v); location.hash = "compare?" + n; };
@@ -204,8 +210,8 @@ window.FIRE_ATTEMPT_PAGES = function (V) {
     if (ia < 0 || ib < 0) return null;
     return Promise.all([loadAttempt(ia), loadAttempt(ib)]).then(([da, db]) => {
       if (mine !== current()) return;
-      [[da, ia, 0], [db, ib, 1]].forEach(([d, i, k]) => heads[k].querySelector(".slot").replaceChildren(attemptHead(i, d),
-        D.hasLogs ? familyTable(d) : dl(Object.entries(d).map(([x, v]) => [x, unknown(v)]))));
+      [[da, ia, 0], [db, ib, 1]].forEach(([d, i, k]) => heads[k].querySelector(".slot").replaceChildren(...[attemptHead(i, d),
+        !D.hasLogs ? dl(Object.entries(d).map(([x, v]) => [x, unknown(v)])) : runsPolicies(d.arm) ? familyTable(d) : null].filter(Boolean)));
       if (!D.hasLogs) return;
       body.replaceChildren(el("h2", {}, `Timelines: ${counts(da.timeline)} · ${counts(db.timeline)}`), alignedRows(da, db),
         el("div", { class: "compare" }, verifierSection(da, true), verifierSection(db, true)));

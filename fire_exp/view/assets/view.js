@@ -32,11 +32,29 @@
   const fmt = (v) => (v === null || v === undefined || v === "" ? "–" : String(v));
   const unknown = (v) => (v === null || v === undefined ? "unknown" : String(v));
   const yesno = (v) => (v === null || v === undefined ? "unknown" : v ? "yes" : "no");
-  const pct = (v) => (typeof v === "number" ? v.toFixed(1) : fmt(v));
-  const signed = (v) => (v > 0 ? "+" : "") + v.toFixed(1);
+  // The one rounding rule (fire_exp/report/rounding.py): half away from zero on the
+  // number's shortest spelling, which JavaScript's String() and Python's repr() share, so
+  // 6.25 prints 6.3 here as in the report. The analysis' tables arrive already printed.
+  function fixed(v, digits) {
+    if (typeof v === "string") return v;
+    if (typeof v !== "number") return fmt(v);
+    if (!Number.isFinite(v)) return String(v);
+    const text = String(Math.abs(v));
+    if (/e/.test(text)) return (v + 0).toFixed(digits).replace(/^-(0\.?0*)$/, "$1");
+    const [whole, frac = ""] = text.split(".");
+    const padded = (frac + "0".repeat(digits + 1)).slice(0, digits + 1);
+    let n = BigInt(whole + padded.slice(0, digits));
+    if (padded[digits] >= "5") n += 1n;
+    const s = n.toString().padStart(digits + 1, "0");
+    const out = digits ? s.slice(0, -digits) + "." + s.slice(-digits) : s;
+    return (v < 0 && n !== 0n ? "-" : "") + out;
+  }
+  window.FIRE_FIXED = fixed; // the browser tests compare it with rounding.fixed
+  const pct = (v) => fixed(v, 1);
+  const signed = (v) => { const t = fixed(v, 1); return Number(t) > 0 ? "+" + t : t; };
   const isPercent = (column) => /_(pct|pp)$/.test(column);
-  // p-values as the report prints them: three decimals (smaller ones in powers of ten).
-  const pval = (p) => (typeof p !== "number" ? fmt(p) : p > 0 && p < 0.001 ? p.toExponential(1) : p.toFixed(3));
+  // p-values as the report prints them: three decimals, "<0.001" below.
+  const pval = (p) => (typeof p !== "number" ? fmt(p) : p < 0.001 ? "<0.001" : fixed(p, 3));
   const pre = (text, cls) => el("pre", { class: cls || "" }, text === null ? "" : text);
   const folded = (summary, body, open) => el("details", { open: open || null },
     el("summary", {}, summary), body);
@@ -50,11 +68,12 @@
     for (const [k, v] of pairs) d.append(el("dt", {}, k), el("dd", {}, v instanceof Node ? v : fmt(v)));
     return d;
   }
-  function table(columns, rows, cls) {
+  function table(columns, rows, cls, numeric) {
     const percent = columns.map(isPercent);
     const head = el("tr", {}, columns.map((c) => el("th", {}, c)));
     const body = rows.map((r) => el("tr", {}, r.map((v, j) => el("td",
-      { class: typeof v === "number" ? "num" : "" }, v instanceof Node ? v : percent[j] ? pct(v) : fmt(v)))));
+      { class: typeof v === "number" || (numeric && numeric[j]) ? "num" : "" },
+      v instanceof Node ? v : percent[j] ? pct(v) : fmt(v)))));
     return el("table", { class: cls || "data" }, el("thead", {}, head), el("tbody", {}, body));
   }
   function analysisTable(name) {
@@ -69,6 +88,11 @@
   const idOf = (i) => A[i][C.id] ||
     `${D.tasks[A[i][C.task]]}/${D.arms[A[i][C.arm]]}/r${A[i][C.replicate]}`;
   const byId = new Map(A.map((_, i) => [idOf(i), i]));
+  // Policy words (hooks, fired, the funnel, near-misses) only where an arm runs policies.
+  const POLICY = new Set(D.policyArms || []);
+  const anyPolicy = POLICY.size > 0;
+  const runsPolicies = (arm) => POLICY.has(arm);
+  const POLICY_TABLES = new Set(["funnel", "family_funnel", "near_miss"]);
   window.FIRE_ATTEMPT = function (i, data) {
     cache.set(i, data);
     (waiting.get(i) || []).forEach((w) => w.resolve(data));
@@ -92,41 +116,8 @@
     return el("span", { class: "badge " + (passed ? "pass" : "fail") }, passed ? "passed" : "failed");
   }
 
-  // ---- search: commands, outputs and messages of every attempt, loaded on the first query ----
-  const texts = []; // per attempt: [commands, outputs, messages], lower-cased
-  let searchLoad = null;
-  window.FIRE_SEARCH = function (k, rows) {
-    rows.forEach((r, j) => { texts[k * D.shard + j] = r.map((t) => t.toLowerCase()); });
-  };
-  function loadSearch() {
-    if (!searchLoad) {
-      const shards = Math.ceil(A.length / D.shard);
-      searchLoad = Promise.all([...Array(shards).keys()].map((k) => new Promise((resolve, reject) => {
-        const s = el("script", { src: `data/s/${k}.js` });
-        s.onload = resolve;
-        s.onerror = () => reject(new Error("missing " + s.src));
-        document.head.append(s);
-      })));
-    }
-    return searchLoad;
-  }
-  const SCOPES = { everywhere: [0, 1, 2], commands: [0], outputs: [1], messages: [2] };
-  function searcher(query, scope) {
-    const terms = query.toLowerCase().split(/\s+/).filter(Boolean);
-    const parts = SCOPES[scope] || SCOPES.everywhere;
-    return (i) => {
-      const t = texts[i];
-      return !!t && terms.every((term) => parts.some((p) => t[p].includes(term)));
-    };
-  }
-  function snippet(i, query, scope) {
-    const term = query.toLowerCase().split(/\s+/).filter(Boolean)[0];
-    for (const p of SCOPES[scope] || SCOPES.everywhere) {
-      const at = texts[i][p].indexOf(term);
-      if (at >= 0) return "…" + texts[i][p].slice(Math.max(0, at - 30), at + 60).replace(/\s+/g, " ") + "…";
-    }
-    return "";
-  }
+  // ---- search (search.js): loaded on the first query ----------------------------------------
+  const { loadSearch, searchLoaded, searcher, snippet, SCOPES } = window.FIRE_SEARCH_ENGINE({ D, A, el });
 
   // ---- overview: the preregistered contrasts first ------------------------------------------
   function contrastLink(name, cohort, label) {
@@ -147,25 +138,58 @@
     return el("section", { class: "headline", id: "headline" },
       el("h2", {}, "Primary contrast (preregistered)"),
       el("p", { class: "big" }, el("b", {}, name), ` on ${cohort}: `,
-        el("b", { class: "estimate" }, typeof est === "number" ? signed(est) + " points" : "unknown"),
+        el("b", { class: "estimate" }, est !== null && est !== undefined ? signed(est) + " points" : "unknown"),
         `, 95 % CI ${ci(primary)}, p = ${pval(t.get(primary, "p_value"))} (${fmt(t.get(primary, "p_method"))}), `,
         `${fmt(t.get(primary, "n_tasks"))} tasks · `, contrastLink(name, cohort, "the tasks behind it")),
       secondaries.length ? table(["secondary contrast", `Δ points (${cohort})`, "95 % CI", "p", "Holm p", "tasks", ""],
-        secondaries.map((r) => [t.get(r, "contrast"), typeof t.get(r, "estimate_pp") === "number" ? signed(t.get(r, "estimate_pp")) : "unknown",
+        secondaries.map((r) => [t.get(r, "contrast"), t.get(r, "estimate_pp") !== null ? signed(t.get(r, "estimate_pp")) : "unknown",
           ci(r), pval(t.get(r, "p_value")), pval(t.get(r, "p_holm")), t.get(r, "n_tasks"),
           contrastLink(t.get(r, "contrast"), cohort, "tasks")])) : null);
   }
   function passRateTable() {
     const t = analysisTable("pass_rates");
     if (!t) return null;
-    const cohorts = [...new Set(t.rows.map((r) => t.get(r, "cohort")))];
+    const seen = [...new Set(t.rows.map((r) => t.get(r, "cohort")))];
+    const cohorts = [...seen.filter((c) => c === D.primary.cohort), ...seen.filter((c) => c !== D.primary.cohort)];
+    const tasksIn = (c) => Math.max(...t.rows.filter((r) => t.get(r, "cohort") === c).map((r) => t.get(r, "n_tasks") || 0));
     const rows = D.arms.filter((a) => t.rows.some((r) => t.get(r, "arm") === a)).map((arm) =>
       [arm, ...cohorts.map((c) => {
         const r = t.rows.find((x) => t.get(x, "arm") === arm && t.get(x, "cohort") === c);
         return r ? `${pct(t.get(r, "pass_rate_pct"))} [${pct(t.get(r, "ci_low_pct"))}, ${pct(t.get(r, "ci_high_pct"))}]` : "–";
       })]);
-    return el("section", {}, el("h2", {}, "Pass rate (%) per arm and cohort, 95 % CI"),
-      table(["arm", ...cohorts], rows));
+    return el("section", { id: "pass-rates" }, el("h2", {}, "Pass rate (%) per arm and cohort, 95 % CI"),
+      table(["arm", ...cohorts.map((c) => `${c} (${tasksIn(c)} tasks)${c === D.primary.cohort ? " · primary" : ""}`)], rows));
+  }
+  // What each arm changes, as the run's prereg.json froze it, with the frozen items' hashes.
+  function armsSection() {
+    if (!D.design || !D.design.length) return null;
+    const role = (arm) => [arm === D.primary.a ? "primary (first)" : null, arm === D.primary.b ? "primary (second)" : null].filter(Boolean).join("");
+    return el("section", { id: "arms" }, el("h2", {}, "Arms: what each one changes"),
+      el("p", { class: "muted" }, anyPolicy ? "Frozen in the run's prereg.json; policies: the registered arm whose policies run (none: no policy)."
+        : "Frozen in the run's prereg.json. No arm of this panel runs a policy."),
+      table(["arm", "in the primary", "what it changes", ...(anyPolicy ? ["policies"] : []), "description", "frozen items (SHA-256 prefix)"],
+        D.design.map((d) => [d.arm, role(d.arm) || "–", d.changes.join("; "), ...(anyPolicy ? [d.policies] : []), d.description || "–",
+          d.items.length ? el("span", {}, d.items.map(([item, sha]) => el("div", {}, item + " ", el("code", {}, sha)))) : "–"]), "data arms"));
+  }
+  // A sequential plan: every look (a task completed under both arms), its e-value, and why
+  // the run stopped (its stopped.json).
+  function sequentialSection() {
+    const q = D.sequential;
+    if (!q) return null;
+    if (q.decision === null || q.decision === undefined) {
+      return el("section", { id: "sequential" }, el("h2", {}, "Sequential test"), el("p", { class: "warn" }, fmt(q.note)));
+    }
+    const e = (v) => (typeof v === "number" ? (v >= 1000 ? v.toExponential(2) : fixed(v, 3)) : fmt(v));
+    return el("section", { id: "sequential" }, el("h2", {}, "Sequential test (the primary result)"),
+      dl([["rule", `${q.method} e-process on ${q.contrast} (${q.cohort}), stop at e ≥ ${q.threshold}` +
+          (q.futility_e_below ? `; futility at e ≤ ${q.futility_e_below} after ${q.futility_min_tasks} tasks` : "")],
+        ["decision", q.line], ["why the run stopped", q.stop_line || (q.stop_reason ? q.stop_reason : "it did not stop early (ran to its end, or is running)")],
+        ["stop reason", q.stop_reason || "–"],
+        ["tasks tested / completed / in the frozen order", `${q.tasks_tested} / ${q.tasks_completed} / ${q.tasks_in_order}`],
+        ["task order from", q.task_order_from]]),
+      q.fixed_size_after_optional_stop ? el("p", { class: "muted" }, "The fixed-size tables were computed after an optional stop: their p-values and intervals are descriptive.") : null,
+      folded(`${q.path.length} looks: the e-value after each task`, table(["look", "task", `Δ ${q.contrast} (points)`, "e-value"],
+        q.path.map((x, k) => [k + 1, x.task, signed(100 * x.difference), e(x.e_value)]), "data looks"), q.path.length <= 40));
   }
   function renderOverview() {
     const p = D.prereg;
@@ -188,13 +212,13 @@
     const figures = el("section", { class: "figures" }, el("h2", {}, "Figures"),
       D.figures.map((f) => el("figure", {}, el("img", { src: f.src, alt: f.name }),
         el("figcaption", {}, f.name))));
-    const open = new Set(["contrasts", "funnel", "near_miss"]);
+    const open = new Set(["contrasts", ...(anyPolicy ? ["funnel", "near_miss"] : [])]);
     const tables = el("section", {}, el("h2", {}, "Tables of the analysis"),
-      D.tables.map((t) => el("details", { class: "table", open: open.has(t.name) || null,
+      D.tables.filter((t) => anyPolicy || !POLICY_TABLES.has(t.name)).map((t) => el("details", { class: "table", open: open.has(t.name) || null,
         id: "table-" + t.name }, el("summary", {}, `${t.name} (${t.rows.length} rows)`),
-        el("div", { class: "scroll" }, table(t.columns, t.rows)))));
-    show(el("h1", {}, D.title), el("p", { class: "muted" }, D.source), headline(), passRateTable(),
-      el("div", { class: "cols" }, prereg, analysis), figures, tables);
+        el("div", { class: "scroll" }, table(t.columns, t.rows, "data", t.numeric)))));
+    show(el("h1", {}, D.title), el("p", { class: "muted" }, D.source), sequentialSection(), headline(), passRateTable(),
+      armsSection(), el("div", { class: "cols" }, prereg, analysis), figures, tables);
   }
 
   // ---- task x arm grid ----------------------------------------------------------------------
@@ -229,12 +253,15 @@
   }
   function renderGrid(params) {
     const cells = new Map(D.grid.map(([t, a, s, n]) => [t * D.arms.length + a, [s, n]]));
-    const contrast = D.contrasts.find((c) => c.name === params.get("contrast")) || null;
+    // The grid opens on the primary contrast and its cohort; "none" and "every" choose neither.
+    const asked = params.has("contrast") ? params.get("contrast") : D.primary.contrast;
+    const contrast = D.contrasts.find((c) => c.name === asked) || null;
     const cohortNames = [...D.cohorts, "all"];
-    const cohort = params.get("cohort") || "";
+    const askedCohort = params.has("cohort") ? params.get("cohort") : D.primary.cohort;
+    const cohort = askedCohort === "every" ? "" : askedCohort || "";
     const sort = params.get("sort") || "";
     const warn = [];
-    if (params.get("contrast") && !contrast) warn.push(`contrast "${params.get("contrast")}" is not in the plan`);
+    if (asked && asked !== "none" && !contrast) warn.push(`contrast "${asked}" is not in the plan`);
     if (cohort && !cohortNames.includes(cohort)) warn.push(`cohort "${cohort}" is not in this run`);
     const inCohort = (t) => !cohort || cohort === "all" || D.cohorts[D.taskCohort[t]] === cohort;
     const diffs = contrast ? D.tasks.map((_, t) => taskDiff(cells, t, contrast)) : null;
@@ -268,14 +295,14 @@
       el("tr", {}, el("th", {}, "task"), D.arms.map((a) => el("th", {}, a)), diffHead),
       el("tr", { class: "totals", id: "totals" }, el("th", {}, `all ${tasks.length} tasks shown`),
         totals.map(([s, n], a) => el("th", { "data-arm": D.arms[a], title: `${s} of ${n} scored attempts passed` },
-          n ? `${s}/${n} · ${(100 * s / n).toFixed(1)} %` : "–")),
+          n ? `${s}/${n} · ${fixed(100 * s / n, 1)} %` : "–")),
         contrast ? el("th", { class: "num", id: "mean-diff", title: `mean over ${shown.length} tasks` },
           mean === null ? "–" : `mean ${signed(mean)}`) : null));
     const pick = (k, values, current, label) => el("label", {}, label + " ", el("select", { name: k, onchange: (e) => set(k, e.target.value) },
       values.map(([v, text]) => el("option", { value: v, selected: v === current || null }, text))));
     const controls = el("form", { class: "filters", onsubmit: (e) => e.preventDefault() },
-      pick("contrast", [["", "none"], ...D.contrasts.map((c) => [c.name, `${c.name} (${c.role})`])], contrast ? contrast.name : "", "paired difference"),
-      pick("cohort", [["", "every cohort"], ...cohortNames.map((c) => [c, c])], cohort, "cohort"),
+      pick("contrast", [["none", "none"], ...D.contrasts.map((c) => [c.name, `${c.name} (${c.role})`])], contrast ? contrast.name : "none", "paired difference"),
+      pick("cohort", [["every", "every cohort"], ...cohortNames.map((c) => [c, c === D.primary.cohort ? `${c} (the primary's)` : c])], cohort || "every", "cohort"),
       contrast ? pick("sort", [["", "by cohort"], ["diff", "largest Δ first"], ["diff-up", "smallest Δ first"]], sort, "order") : null);
     show(el("h1", {}, "Tasks × arms"),
       el("p", { class: "muted" }, "Passed / scored attempts of each task under each arm " +
@@ -293,18 +320,30 @@
     ["family", D.families, (r, v) => r[C.families].some((f) => D.families[f] === v)],
     ["outcome", ["passed", "failed"], (r, v) => (r[C.passed] === 1) === (v === "passed")],
     ["cause", ["none", ...D.causes], (r, v) => (v === "none" ? r[C.cause] === null : D.causes[r[C.cause]] === v)],
-    ["fired", ["yes", "no"], (r, v) => r[C.fired] !== null && (r[C.fired] === 1) === (v === "yes")],
-    ["near_miss", ["yes", "no"], (r, v) => r[C.near_miss] !== null && (r[C.near_miss] === 1) === (v === "yes")],
+    ...(anyPolicy ? [
+      ["fired", ["yes", "no"], (r, v) => r[C.fired] !== null && (r[C.fired] === 1) === (v === "yes")],
+      ["near_miss", ["yes", "no"], (r, v) => r[C.near_miss] !== null && (r[C.near_miss] === 1) === (v === "yes")]] : []),
   ];
   const SORTABLE = { reward: C.reward, tokens: C.tokens, cost: C.cost, duration: C.duration };
-  const HEADERS = [["attempt"], ["task"], ["arm"], ["cohort"], ["outcome"], ["reward", "reward"],
-    ["tokens", "tokens"], ["cost USD", "cost"], ["seconds", "duration"], ["cause"], ["fired"], ["risky state"],
-    ["behavior"], ["near-miss"], ["families"], ["flags"]];
+  // Text that may wrap after each ``sep`` (a <wbr>: no character added), so the list fits.
+  const breakable = (text, sep) => (text ? el("span", {}, text.split(sep).flatMap((part, k) =>
+    (k ? [el("wbr"), sep + part] : [part]))) : "");
+  // The list's columns: [header, sort key, cell]; the funnel's only where policies run.
+  const COLUMNS = [["task", null, (r) => breakable(D.tasks[r[C.task]], "-"), "wrap"], ["arm", null, (r) => D.arms[r[C.arm]]],
+    ["cohort", null, (r) => D.cohorts[r[C.cohort]]], ["outcome", null, (r) => outcome(r)],
+    ["reward", "reward", (r) => unknown(r[C.reward]), "num"], ["tokens", "tokens", (r) => unknown(r[C.tokens]), "num"],
+    ["cost $", "cost", (r) => unknown(r[C.cost]), "num"], ["seconds", "duration", (r) => unknown(r[C.duration]), "num"],
+    ["cause", null, (r) => (r[C.cause] === null ? "none" : D.causes[r[C.cause]])],
+    ...(anyPolicy ? [["fired", null, (r) => yesno(r[C.fired])], ["state", null, (r) => yesno(r[C.state])],
+      ["behavior", null, (r) => yesno(r[C.behavior])], ["near-miss", null, (r) => yesno(r[C.near_miss])]] : []),
+    ["families", null, (r) => breakable(r[C.families].map((f) => D.families[f]).join(", "), "_") || "–", "families"],
+    ["flags", null, (r) => [r[C.valid] ? null : "invalid", r[C.replaced] ? "replaced" : null].filter(Boolean).join(", ") || "–"]];
+  const HEADERS = [["attempt"], ...COLUMNS.map(([label, key]) => [label, key])];
   function renderAttempts(params) {
     const task = params.get("task") || "";
     const query = (params.get("q") || "").trim();
     const scope = params.get("in") || "everywhere";
-    if (query && !searchLoad) {
+    if (query && !searchLoaded()) {
       show(el("h1", {}, "Attempts"), el("p", {}, "Loading the search index…"));
       return loadSearch().then(() => render(), (e) => show(el("p", { class: "warn" }, String(e.message))));
     }
@@ -313,10 +352,17 @@
     const unknownValues = active.filter(([name, values]) => !values.includes(params.get(name)))
       .map(([name, values]) => `${name} "${params.get(name)}" is not in this run (known: ${values.join(", ") || "none"})`);
     if (task && !D.tasks.includes(task)) unknownValues.push(`task "${task}" is not in this run`);
-    const matches = query ? searcher(query, scope) : null;
-    const match = A.map((r, i) => i).filter((i) => (!task || D.tasks[A[i][C.task]] === task) &&
-      active.every(([name, , test]) => test(A[i], params.get(name))) && (!matches || matches(i)));
+    const scoring = query ? searcher(query, scope) : null;
+    const hits = new Map();
+    const match = A.map((r, i) => i).filter((i) => {
+      if ((task && D.tasks[A[i][C.task]] !== task) || !active.every(([name, , test]) => test(A[i], params.get(name)))) return false;
+      if (!scoring) return true;
+      const hit = scoring(i);
+      if (hit) hits.set(i, hit);
+      return !!hit;
+    });
     const sortKey = params.get("sort");
+    if (scoring && !(sortKey in SORTABLE)) match.sort((x, y) => hits.get(y).score - hits.get(x).score || x - y);
     if (sortKey in SORTABLE) {
       const col = SORTABLE[sortKey], dir = params.get("dir") === "asc" ? 1 : -1;
       // Unknown values sort last either way.
@@ -347,7 +393,7 @@
       location.hash = "attempts?" + next;
     } },
     el("label", {}, "search ", el("input", { type: "search", name: "q", id: "search", value: query,
-      placeholder: "sqlite3 evidence/ (every word)", size: 28 })),
+      placeholder: 'sqlite3 evidence/ or "an exact phrase"', size: 28 })),
     el("select", { name: "in" }, Object.keys(SCOPES).map((s) => el("option", { value: s, selected: s === scope || null }, s === "everywhere" ? "in commands, outputs, messages" : "in " + s))),
     el("button", { type: "submit" }, "search"),
     FILTERS.filter(([, values]) => values.length).map(([name, values]) => el("label", {}, name.replace("_", "-") + " ",
@@ -360,16 +406,9 @@
       el("button", { type: "button", onclick: () => change("task", "") }, "×")) : null);
     const rows = match.slice(0, shown).map((i) => {
       const r = A[i];
-      const flags = [r[C.valid] ? null : "invalid", r[C.replaced] ? "replaced" : null].filter(Boolean);
-      return el("tr", { "data-index": i }, el("td", {}, el("a", { href: "#attempt/" + i }, idOf(i)),
-        query ? el("div", { class: "snippet" }, snippet(i, query, scope)) : null),
-        el("td", {}, D.tasks[r[C.task]]), el("td", {}, D.arms[r[C.arm]]), el("td", {}, D.cohorts[r[C.cohort]]),
-        el("td", {}, outcome(r)), el("td", { class: "num" }, unknown(r[C.reward])),
-        el("td", { class: "num" }, unknown(r[C.tokens])), el("td", { class: "num" }, unknown(r[C.cost])),
-        el("td", { class: "num" }, unknown(r[C.duration])),
-        el("td", {}, r[C.cause] === null ? "none" : D.causes[r[C.cause]]), el("td", {}, yesno(r[C.fired])),
-        el("td", {}, yesno(r[C.state])), el("td", {}, yesno(r[C.behavior])), el("td", {}, yesno(r[C.near_miss])),
-        el("td", {}, r[C.families].map((f) => D.families[f]).join(", ") || "–"), el("td", {}, flags.join(", ") || "–"));
+      return el("tr", { "data-index": i }, el("td", { class: "id" }, el("a", { href: "#attempt/" + i }, breakable(idOf(i), "/")),
+        query ? el("div", { class: "snippet" }, snippet(hits.get(i))) : null),
+      COLUMNS.map(([, , cell, cls]) => el("td", { class: cls || "" }, cell(r))));
     });
     const more = match.length > shown ? el("button", { type: "button", id: "more",
       onclick: () => { const n = new URLSearchParams(params); n.set("show", shown + PAGE); location.hash = "attempts?" + n; } },
@@ -379,12 +418,12 @@
         label + (sortKey === key ? (params.get("dir") === "asc" ? " ▲" : " ▼") : " ⇅")) : label));
     show(el("h1", {}, "Attempts"), controls,
       unknownValues.length ? el("p", { class: "warn", id: "unknown-filter" }, unknownValues.join("; ")) : null,
-      el("p", { id: "count" }, `${match.length} of ${A.length} attempts` + (query ? ` (search: ${query}, ${scope})` : "")),
+      el("p", { id: "count" }, `${match.length} of ${A.length} attempts` + (query ? ` (search: ${query}, ${scope}; best match first)` : "")),
       el("table", { class: "data", id: "attempt-list" }, el("thead", {}, el("tr", {}, header)), el("tbody", {}, rows)), more);
   }
 
   const { renderAttempt, renderCompare } = window.FIRE_ATTEMPT_PAGES({ D, A, C, el, show, fmt,
-    unknown, yesno, pre, folded, hashLink, dl, table, idOf, byId, loadAttempt, outcome,
+    unknown, yesno, pre, folded, hashLink, dl, table, idOf, byId, loadAttempt, outcome, runsPolicies,
     current: () => token });
 
   // ---- routing ------------------------------------------------------------------------------------

@@ -1,0 +1,164 @@
+"""The arm mapping every importer shares: which arm a result belongs to, which cohort a task.
+
+An importer reads another harness's results (Harbor trials, inspect_ai samples) and asks
+this module three things: whether ``arm_from`` names something the importer can look up
+(:func:`check_arm_from`), which arm a looked-up value is (:meth:`ArmMapping.arm`), and, once
+records exist, the order of the arms within each (task, replicate) block
+(:func:`with_order`). The mapping YAML (``arm_from``, ``arms``, ``cohorts``,
+``default_cohort``, ``pass_threshold``) reads the same for every importer
+(:func:`load_mapping`; docs/importers.md).
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import json
+import math
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from fire_exp.errors import InputError
+from fire_exp.files import read_text
+from fire_exp.records import AttemptRecord
+
+__all__ = ["ArmFields", "ArmMapping", "check_arm_from", "field_value", "load_mapping",
+           "with_order"]
+
+_DOTTED = re.compile(r"^[A-Za-z_][\w-]*(\.[\w-]+)+$")
+_KEYS = ("arm_from", "arms", "cohorts", "default_cohort", "pass_threshold")
+
+
+@dataclass(frozen=True)
+class ArmFields:
+    """What an importer's ``arm_from`` may name.
+
+    Attributes:
+        names: the short field names it knows (``job``, ``model``, ...).
+        into: what a dotted path points into, for messages (``result.json``).
+        example: an example dotted path, for messages.
+        default: ``arm_from`` when a mapping file leaves it out.
+    """
+
+    names: tuple[str, ...]
+    into: str
+    example: str
+    default: str
+
+
+def check_arm_from(value: str, where: Path | str, fields: ArmFields) -> str:
+    """``value`` if it is one of ``fields.names`` or a dotted path. Raises InputError
+    otherwise."""
+    if value in fields.names or _DOTTED.match(value):
+        return value
+    raise InputError(where, "arm_from", f"{value!r} is neither one of {', '.join(fields.names)} "
+                     f"nor a dotted path into {fields.into}", f"e.g. {fields.example}")
+
+
+def field_value(raw: Any, path: str) -> str:
+    """The value at a dotted path (``config.agent.kwargs.harness``; a number picks a list
+    item) as text: a string as it is, anything else as sorted JSON, "" when missing or null.
+
+    >>> field_value({"a": {"b": [{"c": "x"}]}, "n": {"k": 2}}, "a.b.0.c"), field_value({}, "a.b")
+    ('x', '')
+    """
+    node: Any = raw
+    for key in path.split("."):
+        if isinstance(node, list) and key.isdigit() and int(key) < len(node):
+            node = node[int(key)]
+        else:
+            node = node.get(key) if isinstance(node, dict) else None
+    if node is None:
+        return ""
+    return node if isinstance(node, str) else json.dumps(node, sort_keys=True)
+
+
+@dataclass(frozen=True)
+class ArmMapping:
+    """How results map to arms and tasks to cohorts.
+
+    Attributes:
+        arm_from: what the patterns match: a short field name of the importer
+            (:class:`ArmFields`) or a dotted path into its results.
+        arms: ``(pattern, arm)`` pairs, fnmatch patterns tried in order; the first match
+            wins. Empty: the field's value itself is the arm.
+        cohorts: task name → cohort.
+        default_cohort: cohort of tasks not in ``cohorts``.
+        pass_threshold: a reward at or above it passes.
+    """
+
+    arm_from: str = "job"
+    arms: tuple[tuple[str, str], ...] = ()
+    cohorts: dict[str, str] = field(default_factory=dict)
+    default_cohort: str = "all"
+    pass_threshold: float = 1.0
+
+    def arm(self, values: dict[str, str]) -> str | None:
+        """The arm of a result, given its value of ``arm_from`` in ``values`` (None when
+        no pattern matches, or the value is empty and there are no patterns)."""
+        value = values.get(self.arm_from, "")
+        if not self.arms:
+            return value or None
+        return next((arm for pattern, arm in self.arms if fnmatch.fnmatchcase(value, pattern)),
+                    None)
+
+    def cohort(self, task: str) -> str:
+        """The cohort of ``task``."""
+        return self.cohorts.get(task, self.default_cohort)
+
+
+def load_mapping(path: Path, fields: ArmFields) -> ArmMapping:
+    """Read a mapping YAML (docs/importers.md, "The mapping file").
+
+    Raises:
+        InputError: missing file, bad YAML, or a field of the wrong shape.
+    """
+    try:
+        raw = yaml.safe_load(read_text(path)) or {}
+    except FileNotFoundError:
+        raise InputError(path, "<file>", "mapping file not found") from None
+    except yaml.YAMLError as exc:
+        raise InputError(path, "<yaml>", f"not valid YAML: {exc}") from exc
+    except (RecursionError, ValueError) as exc:  # nested too deeply; a 5,000-digit integer
+        raise InputError(path, "<yaml>", "nested too deeply, or an integer of thousands of "
+                         "digits") from exc
+    if not isinstance(raw, dict):
+        raise InputError(path, "<mapping>", "expected a mapping with arm_from, arms, cohorts")
+    unknown = set(raw) - set(_KEYS)
+    if unknown:
+        raise InputError(path, sorted(unknown)[0], "unknown key", f"keys: {', '.join(_KEYS)}")
+    source = check_arm_from(str(raw.get("arm_from", fields.default)), path, fields)
+    arms, cohorts = raw.get("arms") or {}, raw.get("cohorts") or {}
+    if not isinstance(arms, dict) or not all(isinstance(v, str) for v in arms.values()):
+        raise InputError(path, "arms", "expected PATTERN: ARM pairs", "e.g. '*-real-*': real")
+    if not isinstance(cohorts, dict):
+        raise InputError(path, "cohorts", "expected TASK: COHORT pairs")
+    return ArmMapping(source, tuple((str(k), v) for k, v in arms.items()),
+                      {str(k): str(v) for k, v in cohorts.items()},
+                      str(raw.get("default_cohort", "all")),
+                      _threshold(raw.get("pass_threshold", 1.0), path))
+
+
+def _threshold(value: Any, path: Path) -> float:
+    if isinstance(value, bool) or not isinstance(value, int | float) \
+            or not math.isfinite(value):
+        raise InputError(path, "pass_threshold", f"expected a finite number, got {value!r:.60}",
+                         "e.g. pass_threshold: 1.0")
+    return float(value)
+
+
+def with_order(records: Iterable[AttemptRecord]) -> list[AttemptRecord]:
+    """The records with ``order`` numbering the arms of each (task, replicate) block by
+    start time (then arm name), from 0."""
+    blocks: dict[tuple[str, int], list[AttemptRecord]] = {}
+    for r in records:
+        blocks.setdefault((r.task, r.replicate), []).append(r)
+    out = []
+    for block in blocks.values():
+        block.sort(key=lambda r: (r.started_at, r.arm))
+        out += [r.model_copy(update={"order": i}) for i, r in enumerate(block)]
+    return out
