@@ -128,12 +128,15 @@ _LOCK = pytest.StashKey[EngineLock]()
 
 
 def start_worker(config: pytest.Config) -> None:
-    """On an xdist worker, the lock the run's workers share (one folder per run)."""
+    """On an xdist worker, the lock the run's workers share: in the run's pytest temporary
+    folder (each worker's is ``popen-gwN`` under it; pytest prunes old runs' folders)."""
     workerinput: dict[str, Any] | None = getattr(config, "workerinput", None)
     if workerinput is None:
         return
-    folder = Path(tempfile.gettempdir()) / f"fire-exp-tests-{workerinput['testrunuid']}"
-    folder.mkdir(mode=0o700, exist_ok=True)
+    basetemp = getattr(config.option, "basetemp", None)
+    folder = (Path(basetemp).parent if basetemp else Path(tempfile.gettempdir())
+              / f"fire-exp-tests-{workerinput['testrunuid']}")
+    folder.mkdir(mode=0o700, parents=True, exist_ok=True)
     config.stash[_LOCK] = EngineLock(folder)
 
 
