@@ -1,26 +1,79 @@
-"""Shared test helpers: run the CLI as a user would, and find leftover processes."""
+"""Shared test helpers: run the CLI as a user would, and find leftover processes; the
+hooks that keep the suite race-free under pytest-xdist (``tests/parallel.py``: the
+machine-wide names' groups ``GROUPS``, the machine engine's lock)."""
 
 from __future__ import annotations
 
+import contextlib
+import io
 import os
 import subprocess
 import sys
+import traceback
 from pathlib import Path
 
 import pytest
 
 from fire_exp.environments import session_host
 from fire_exp.runner.cleanup import attempt_processes
+from tests import parallel
 
 REPO = Path(__file__).resolve().parents[1]
 
 
+# Commands that read files and write files and nothing else: ``run_cli`` calls their entry
+# point in this process (the interpreter, Hydra and numpy are paid once per worker, not
+# once per call). ``run`` (threads, signals, attempt processes), ``cleanup`` (Docker),
+# ``hook`` (stdin) and ``view`` keep their own process.
+IN_PROCESS = frozenset({"analyze", "audit-routing", "export-hooks", "freeze", "import",
+                        "power", "report", "tasks"})
+
+
 def run_cli(*args: str, cwd: Path | None = None, timeout: float = 600,
-            env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
-    """Run ``fire-exp ARGS`` from this checkout as a subprocess."""
+            env: dict[str, str] | None = None,
+            subprocess_: bool = False) -> subprocess.CompletedProcess[str]:
+    """Run ``fire-exp ARGS`` from this checkout: a command of ``IN_PROCESS`` through
+    ``fire_exp.cli.main`` here (unless ``subprocess_``, or ``FIRE_TEST_CLI=subprocess``
+    for all), any other as a subprocess."""
+    subprocess_ = subprocess_ or os.environ.get("FIRE_TEST_CLI") == "subprocess"
+    if args and args[0] in IN_PROCESS and not subprocess_:
+        return _in_process(list(args), cwd or REPO, env or {})
     full_env = os.environ | {"PYTHONPATH": str(REPO)} | (env or {})
     return subprocess.run([sys.executable, "-m", "fire_exp", *args], cwd=cwd or REPO,
                           env=full_env, capture_output=True, text=True, timeout=timeout)
+
+
+def _in_process(args: list[str], cwd: Path, env: dict[str, str]
+                ) -> subprocess.CompletedProcess[str]:
+    """``fire_exp.cli.main(args)`` in ``cwd`` with ``env`` added, its output captured as a
+    subprocess's would be; the working folder, the environment and Hydra's global state
+    are put back after, whatever happened (nothing of one call reaches the next)."""
+    from hydra.core.global_hydra import GlobalHydra
+
+    from fire_exp.cli import main
+
+    out, err = io.StringIO(), io.StringIO()
+    saved_env, saved_cwd = dict(os.environ), os.getcwd()
+    try:
+        os.environ.update(env)
+        os.chdir(cwd)
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            try:
+                code = main(args)
+            except SystemExit as exc:  # argparse: --help, a usage error
+                code = exc.code if isinstance(exc.code, int) else 0 if exc.code is None else 1
+                if isinstance(exc.code, str):
+                    print(exc.code, file=sys.stderr)
+            except Exception:  # what the process would die of: its traceback, exit 1
+                traceback.print_exc()
+                code = 1
+    finally:
+        os.chdir(saved_cwd)
+        os.environ.clear()
+        os.environ.update(saved_env)
+        GlobalHydra.instance().clear()
+    return subprocess.CompletedProcess(["fire-exp", *args], code, out.getvalue(),
+                                       err.getvalue())
 
 
 def marked_pids(marker: str) -> list[int]:
@@ -36,3 +89,16 @@ def cli():
 def pids_working_under(root: Path) -> list[int]:
     """Live processes whose ``FIRE_WORKDIR`` lies under ``root`` (one test's attempts)."""
     return [p for p in attempt_processes(root) if session_host.is_alive(p)]
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    parallel.start_worker(config)
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    parallel.mark_and_order(config, items)
+
+
+@pytest.hookimpl(wrapper=True, tryfirst=True)  # outside pytest-timeout: a wait for the lock is no test time
+def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> object:
+    return (yield from parallel.around_test(item, nextitem))

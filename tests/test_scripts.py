@@ -17,11 +17,20 @@ def _stub(folder: Path, name: str, body: str) -> None:
     path.chmod(0o755)
 
 
+PYTEST = "python -m pytest -q --durations=10 -n 4 --dist loadgroup --no-loadscope-reorder"
+FAST = '-m not docker and not browser and not ray and not llm and not cli'
+
+
 def _run(tmp_path: Path, docker_ok: bool, have: tuple[str, ...] = (
-        "mmdebstrap", "chromedriver", "pdflatex"),
-         ) -> tuple[subprocess.CompletedProcess[str], list[str]]:
-    for name in ("python", "fire-exp", "apt-get", *have):
+        "mmdebstrap", "chromedriver", "pdflatex"), args: tuple[str, ...] = ("tests/stats", "-x"),
+         pytest_exit: int = 0, workers: str | None = None) -> tuple[subprocess.CompletedProcess[str], list[str]]:
+    for name in ("fire-exp", "apt-get", *have):
         _stub(tmp_path, name, "true")
+    nproc = tmp_path / "nproc"  # two cores: four workers (not a call the script makes)
+    nproc.write_text("#!/bin/bash\necho 2\n")
+    nproc.chmod(0o755)
+    # python: pip succeeds; pytest exits with ``pytest_exit``.
+    _stub(tmp_path, "python", f'[ "$2" = pytest ] && exit {pytest_exit}; true')
     _stub(tmp_path, "docker", "true" if docker_ok else "exit 1")
     # A stand-in checkout: the real script, and a stub for the llama.cpp wheels step.
     repo = tmp_path / "repo"
@@ -36,8 +45,9 @@ def _run(tmp_path: Path, docker_ok: bool, have: tuple[str, ...] = (
     tools.mkdir()
     for tool in ("bash", "id", "dirname"):
         (tools / tool).symlink_to(shutil.which(tool) or f"/usr/bin/{tool}")
-    env = os.environ | {"PATH": f"{tmp_path}:{tools}"}
-    proc = subprocess.run([str(repo / "scripts" / "test"), "tests/stats", "-x"], env=env,
+    env = {k: v for k, v in os.environ.items() if k != "FIRE_TEST_WORKERS"}  # the default
+    env |= {"PATH": f"{tmp_path}:{tools}"} | ({"FIRE_TEST_WORKERS": workers} if workers else {})
+    proc = subprocess.run([str(repo / "scripts" / "test"), *args], env=env,
                           capture_output=True, text=True, timeout=60)
     calls = tmp_path / "calls"
     return proc, calls.read_text().splitlines() if calls.is_file() else []
@@ -48,7 +58,37 @@ def test_the_test_command_installs_bootstraps_then_runs_pytest(tmp_path: Path) -
     assert proc.returncode == 0, proc.stderr
     assert calls == ["docker info", "python -m pip install -q -e .[test]",
                      "fire-exp images bootstrap", "llama-wheels ",
-                     "python -m pytest -q --durations=15 tests/stats -x"]
+                     f"{PYTEST} tests/stats -x"]
+    assert "scripts/test: set-up" in proc.stderr and "scripts/test: tests" in proc.stderr
+
+
+def test_the_fast_tier_sets_nothing_up_and_leaves_out_what_needs_a_machine(
+        tmp_path: Path) -> None:
+    proc, calls = _run(tmp_path, docker_ok=False, args=("--fast", "tests/stats"))
+    assert proc.returncode == 0, proc.stderr
+    # No Docker check, no pip, no base image: pytest alone, the heavy markers left out.
+    assert calls == [f"{PYTEST} {FAST} tests/stats"]
+
+
+def test_a_fast_tier_with_no_test_in_it_passes_and_says_so(tmp_path: Path) -> None:
+    proc, _ = _run(tmp_path, docker_ok=True, args=("--fast", "tests/view"), pytest_exit=5)
+    assert proc.returncode == 0 and "no test of the fast tier here" in proc.stderr
+
+
+def test_a_full_run_that_selects_no_test_fails_and_says_why(tmp_path: Path) -> None:
+    proc, _ = _run(tmp_path, docker_ok=True, args=("-m", "nothing"), pytest_exit=5)
+    assert proc.returncode == 5 and "pytest selected no test (exit 5)" in proc.stderr
+
+
+def test_a_failing_run_keeps_pytests_exit_status(tmp_path: Path) -> None:
+    proc, _ = _run(tmp_path, docker_ok=True, pytest_exit=1)
+    assert proc.returncode == 1 and "scripts/test: tests" in proc.stderr
+
+
+def test_no_worker_runs_pytest_in_one_process(tmp_path: Path) -> None:
+    proc, calls = _run(tmp_path, docker_ok=True, workers="0")
+    assert proc.returncode == 0, proc.stderr
+    assert calls[-1] == "python -m pytest -q --durations=10 tests/stats -x"
 
 
 def test_the_test_command_installs_what_the_tests_need_from_debian(tmp_path: Path) -> None:

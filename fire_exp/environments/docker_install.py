@@ -19,6 +19,7 @@ from typing import Any
 from fire_exp.environments.agent_install import AgentInstall, InstallSpec
 from fire_exp.environments.archives import tar_file
 from fire_exp.environments.failure import EnvironmentFailure
+from fire_exp.environments.host_lock import host_lock
 from fire_exp.environments.images import LABEL, image_exists, owner_labels, slug
 
 _SCRIPT_PATH = "/tmp/fire-exp-install.sh"
@@ -60,7 +61,7 @@ def prepare_cli_image(client: Any, agent: str, task_image: str, spec: InstallSpe
     if spec.method in ("none", "host_binary"):
         return task_image
     tag = cli_image_tag(client, agent, task_image, spec)
-    with _lock(tag):
+    with _lock(tag), host_lock(f"image {tag}"):
         if image_exists(client, tag):
             return tag
         labels = {LABEL: "1", f"{LABEL}.kind": "cli", f"{LABEL}.agent": agent,

@@ -45,6 +45,7 @@ from fire_exp.environments.egress_http import (
     request_head,
 )
 from fire_exp.environments.failure import EnvironmentFailure
+from fire_exp.environments.host_lock import host_lock
 from fire_exp.environments.images import LABEL
 from fire_exp.errors import ProtocolError
 
@@ -65,7 +66,7 @@ def ensure_egress_network(client: Any, name: str = EGRESS_NETWORK) -> str:
     """
     import docker.errors
 
-    with _NETWORK_LOCK:
+    with _NETWORK_LOCK, host_lock(f"network {name}"):  # Docker 20.10 takes one name twice
         found = _named(client, name)
         if not found:
             try:

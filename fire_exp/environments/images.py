@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from fire_exp.environments.failure import EnvironmentFailure
+from fire_exp.environments.host_lock import host_lock
 from fire_exp.errors import FireExpError
 from fire_exp.tasks.model import Task, task_digest
 
@@ -205,7 +206,7 @@ def ensure_task_image(client: Any, task: Task, base_image: str, *,
         EnvironmentFailure: the build failed, timed out, or its base image is missing.
     """
     tag = task_image_tag(task, base_image)
-    with _lock_for(tag):
+    with _lock_for(tag), host_lock(f"image {tag}"):  # built once, by one process
         if image_exists(client, tag):
             return tag
         context, dockerfile = build_context(task)
@@ -243,7 +244,7 @@ def _ensure_base(client: Any, base_image: str, dockerfile: Path, bootstrap: bool
             image_exists(client, base_image):
         return
     if bootstrap and base_image == BASE_IMAGE:
-        with _lock_for(base_image):
+        with _lock_for(base_image), host_lock(f"image {base_image}"):
             try:
                 bootstrap_base_image(base_image, client=client)
             except BootstrapError as exc:

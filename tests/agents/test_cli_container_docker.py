@@ -386,10 +386,11 @@ def test_the_openai_agent_still_works_in_docker(engine: Any, monkeypatch: Any,
 
 
 def _run_panel(tmp_path: Path, name: str, *extra: str) -> subprocess.Popen[str]:
-    """A docker panel whose one attempt's CLI runs a command for two minutes."""
+    """A docker panel whose one attempt's CLI runs a command for two minutes. Its host
+    processes carry ``FIRE_TEST_PANEL=<tmp_path>`` (see :func:`_relays_of`)."""
     suite = tmp_path / "suite"
     make_task(suite, "long-cli-attempt", agent_timeout=300.0)
-    env = os.environ | {"PYTHONPATH": str(ROOT), KEY_ENV: KEY,
+    env = os.environ | {"PYTHONPATH": str(ROOT), KEY_ENV: KEY, "FIRE_TEST_PANEL": str(tmp_path),
                         "FAKE_CLI_SCRIPT": json.dumps({"commands": ["sleep 120"]})}
     return popen_interruptible(
         [sys.executable, "-m", "fire_exp", "run", "panel=demo", "agent=claude-code",
@@ -432,13 +433,35 @@ def _wait_for_sleep(client: Any, proc: subprocess.Popen[str]) -> Any:
     raise AssertionError("the CLI's command never started in a container")
 
 
+def _relays_of(tmp_path: Path, container: str) -> list[str]:
+    """The relays, hook bridges and CLIs alive of the panel ``_run_panel(tmp_path)`` ran,
+    its container's included: on the host they carry its ``FIRE_TEST_PANEL`` (inherited);
+    in the box they sit in the container's cgroup. Other tests (xdist workers, other
+    panels on the machine) run processes of these names too: theirs are not this run's."""
+    found = subprocess.run(["pgrep", "-f", "hook_relay.sh|fire-exp-hook|fake_cli.py"],
+                           capture_output=True, text=True).stdout.split()
+    ours = []
+    for pid in found:
+        try:
+            environ = Path(f"/proc/{pid}/environ").read_bytes().split(b"\0")
+            cgroup = Path(f"/proc/{pid}/cgroup").read_text()
+        except OSError:  # gone meanwhile
+            continue
+        if f"FIRE_TEST_PANEL={tmp_path}".encode() in environ or container in cgroup:
+            ours.append(pid)
+    return ours
+
+
+# Leaves a killed run's container for its own cleanup: any other panel's start would reap it.
+@pytest.mark.xdist_group("machine-engine")
 @pytest.mark.slow
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGKILL], ids=["sigint", "sigkill"])
 def test_ctrl_c_and_sigkill_leave_no_container_and_no_relay(engine: Any,
                                                            tmp_path: Path, sig: int) -> None:
     proc = _run_panel(tmp_path, f"h16-cli-{sig.name.lower()}")
     try:
-        _wait_for_sleep(engine, proc)
+        box = _wait_for_sleep(engine, proc)
+        assert _relays_of(tmp_path, box.id), "the relay of the box is not seen where it runs"
         proc.send_signal(sig)
         proc.wait(timeout=60)
     finally:
@@ -455,6 +478,5 @@ def test_ctrl_c_and_sigkill_leave_no_container_and_no_relay(engine: Any,
     else:
         assert proc.returncode == 130
     assert not engine.containers.list(all=True, ignore_removed=True, filters=owned)
-    leftovers = subprocess.run(["pgrep", "-f", "hook_relay.sh|fire-exp-hook|fake_cli.py"],
-                               capture_output=True, text=True).stdout.split()
+    leftovers = _relays_of(tmp_path, box.id)
     assert not leftovers, leftovers

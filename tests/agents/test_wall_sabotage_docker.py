@@ -198,6 +198,8 @@ def _when(predicate: Any, deadline_s: float, what: str) -> Any:
     raise AssertionError(what)
 
 
+# Leaves a killed run's container for its own cleanup: any other panel's start would reap it.
+@pytest.mark.xdist_group("machine-engine")
 @pytest.mark.slow
 def test_the_watchdog_kills_the_cli_when_the_harness_is_sigkilled(engine: Any,
                                                                  tmp_path: Path) -> None:

@@ -18,6 +18,7 @@ import pytest
 
 from fire_exp.agents.base import Agent
 from fire_exp.environments.base import Environment
+from fire_exp.environments.host_lock import host_lock
 from fire_exp.environments.images import BASE_IMAGE, LABEL, bootstrap_base_image
 from fire_exp.policies.arms import build_arm
 from fire_exp.policies.loader import load_portfolio
@@ -37,7 +38,8 @@ def docker_client() -> Iterator[Any]:
         client.ping()
     except Exception as exc:  # noqa: BLE001
         missing(f"no Docker engine is reachable: {exc}")
-    bootstrap_base_image(BASE_IMAGE, client=client)
+    with host_lock(f"image {BASE_IMAGE}"):  # one xdist worker bootstraps, the rest wait
+        bootstrap_base_image(BASE_IMAGE, client=client)
     yield client
     ours = [c.name for c in client.containers.list(
         all=True, ignore_removed=True, filters={"label": [f"{LABEL}=1", f"{LABEL}.owner-pid={os.getpid()}"]})]

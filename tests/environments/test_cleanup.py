@@ -52,6 +52,8 @@ def _wait_for_container(client: Any, proc: subprocess.Popen[str]) -> None:
         time.sleep(0.2)
 
 
+# Leaves a killed run's container for its own cleanup: any other panel's start would reap it.
+@pytest.mark.xdist_group("machine-engine")
 @pytest.mark.docker
 @pytest.mark.slow
 def test_killed_run_leaves_a_container_that_cleanup_removes(docker_client: Any,
