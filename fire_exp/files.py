@@ -23,7 +23,7 @@ import yaml
 
 from fire_exp.errors import InputError
 
-__all__ = ["StrictYamlLoader", "decoded", "load_json", "load_yaml", "parse_json", "parse_yaml",
+__all__ = ["DuplicateKeyError", "StrictYamlLoader", "decoded", "json_loads", "load_json", "load_yaml", "parse_json", "parse_yaml",
            "read_text", "unknown_key_message"]
 
 _UTF8_FIX = "save the file as UTF-8 text"
@@ -68,7 +68,7 @@ def parse_json(text: str | bytes, path: Path | str, where: str = "<json>",
     """
     try:
         return json.loads(text, object_pairs_hook=_unique_pairs)
-    except _DuplicateKey as exc:
+    except DuplicateKeyError as exc:
         raise InputError(path, where if where != "<json>" else _json_key_line(text, exc.key),
                          f"key {exc.key!r} appears twice in one object (JSON keeps the last "
                          "silently)", "keep one of them") from None
@@ -83,20 +83,28 @@ def parse_json(text: str | bytes, path: Path | str, where: str = "<json>",
             from None
 
 
-class _DuplicateKey(ValueError):
+class DuplicateKeyError(ValueError):
+    """A JSON object with a key written twice (``json`` keeps the last silently)."""
+
     def __init__(self, key: str) -> None:
-        super().__init__(key)
+        super().__init__(f"key {key!r} appears twice in one object")
         self.key = key
 
 
+def json_loads(text: str | bytes) -> Any:
+    """``json.loads`` refusing a key written twice (:class:`DuplicateKeyError`, a
+    ``ValueError``), for readers that handle their own errors (hook payloads, rewards)."""
+    return json.loads(text, object_pairs_hook=_unique_pairs)
+
+
 def _unique_pairs(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
-    """``json``'s object hook: the object, or :class:`_DuplicateKey` for a key twice."""
+    """``json``'s object hook: the object, or :class:`DuplicateKeyError` for a key twice."""
     obj = dict(pairs)
     if len(obj) != len(pairs):
         seen: set[str] = set()
         for key, _ in pairs:
             if key in seen:
-                raise _DuplicateKey(key)
+                raise DuplicateKeyError(key)
             seen.add(key)
     return obj
 

@@ -17,12 +17,11 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Annotated, Literal
 
-import yaml
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from fire_exp.analysis.plan_sequential import SequentialPlan
 from fire_exp.errors import InputError
-from fire_exp.files import read_text, unknown_key_message
+from fire_exp.files import parse_yaml, read_text, unknown_key_message
 from fire_exp.policies.ablation import is_ablation_arm
 
 __all__ = ["PANEL_COHORTS", "AnalysisPlan", "Contrast", "check_plan_for_panel",
@@ -229,10 +228,6 @@ def check_plan_meaning(plan: AnalysisPlan) -> None:
                              "use fewer, or set ceilings: false in the plan on purpose")
 
 
-# libyaml's safe loader when PyYAML has it (it reads a plan several times faster).
-_SAFE_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
-
-
 def load_plan(path: Path | str) -> AnalysisPlan:
     """Read and validate a plan; errors name the file and the field.
 
@@ -241,15 +236,11 @@ def load_plan(path: Path | str) -> AnalysisPlan:
     """
     path = Path(path)
     try:
-        raw = yaml.load(read_text(path), Loader=_SAFE_LOADER)
+        text = read_text(path)
     except FileNotFoundError as exc:
         raise InputError(path, "<file>", "analysis plan not found",
                          "pass --plan analysis/NAME.yaml") from exc
-    except yaml.YAMLError as exc:
-        raise InputError(path, "<yaml>", f"not valid YAML: {exc}") from exc
-    except (RecursionError, ValueError) as exc:  # nested too deeply; a 5,000-digit number
-        raise InputError(path, "<yaml>", "nested too deeply or holds a number of thousands "
-                         "of digits", "see analysis/default.yaml") from exc
+    raw = parse_yaml(text, path, "see analysis/default.yaml")  # a key twice is refused
     if not isinstance(raw, dict):
         raise InputError(path, "<plan>", "expected a mapping of plan fields")
     try:

@@ -21,7 +21,7 @@ import tomlkit
 from tomlkit.exceptions import TOMLKitError
 
 from fire_exp.errors import InputError
-from fire_exp.files import read_text
+from fire_exp.files import DuplicateKeyError, json_loads, parse_json, read_text
 from fire_exp.policies.hook_settings import CODEX_HOOKS_FEATURE  # the key, in one place
 
 MARK = "# added by fire-exp export-hooks"
@@ -78,10 +78,14 @@ def read_json(path: Path) -> dict[str, Any]:
     if not path.is_file():
         return {}
     try:
-        doc = json.loads(read_text(path) or "{}")
+        text = read_text(path) or "{}"
+        doc = json_loads(text)
     except json.JSONDecodeError as exc:
         raise InputError(path, f"line {exc.lineno}", f"not valid JSON ({exc.msg})",
                          _LEFT_ALONE) from None
+    except DuplicateKeyError as exc:  # the hooks the CLI would run are not the ones we see
+        parse_json(text, path, fix=_LEFT_ALONE)  # names the key and its line
+        raise InputError(path, "<json>", str(exc), _LEFT_ALONE) from None
     except (RecursionError, ValueError):  # nested too deeply; a 5,000-digit integer
         raise InputError(path, "<json>", "nested too deeply, or an integer of thousands of "
                          "digits", _LEFT_ALONE) from None
