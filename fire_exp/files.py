@@ -23,7 +23,8 @@ import yaml
 
 from fire_exp.errors import InputError
 
-__all__ = ["DuplicateKeyError", "StrictYamlLoader", "decoded", "json_loads", "load_json", "load_yaml", "parse_json", "parse_yaml",
+__all__ = ["DuplicateKeyError", "StrictYamlLoader", "control_character", "decoded",
+           "json_loads", "load_json", "load_yaml", "parse_json", "parse_yaml",
            "read_text", "unknown_key_message"]
 
 _UTF8_FIX = "save the file as UTF-8 text"
@@ -120,6 +121,22 @@ def _json_key_line(text: str | bytes, key: str) -> str:
 def load_json(path: Path | str, where: str = "<json>", fix: str = "fix the file") -> Any:
     """Read and parse a JSON file (see :func:`read_text` and :func:`parse_json`)."""
     return parse_json(read_text(path), path, where, fix)
+
+
+_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
+
+
+def control_character(text: str) -> str | None:
+    """What to say of a name holding a control character (a tab, a newline, an escape),
+    or None: such a name is a task or arm of its own that reads as another, and breaks the
+    Markdown tables across lines.
+
+    >>> control_character("dedupe\\temails")
+    "holds the control character '\\\\t' (names are printable text)"
+    """
+    found = _CONTROL.search(text)
+    return None if found is None else \
+        f"holds the control character {found.group()!r} (names are printable text)"
 
 
 def unknown_key_message(key: str, known: Iterable[str]) -> str:

@@ -23,7 +23,7 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError
 
 from fire_exp.errors import InputError
-from fire_exp.files import parse_json, unknown_key_message
+from fire_exp.files import control_character, parse_json, unknown_key_message
 
 SCHEMA_VERSION = 1
 
@@ -243,6 +243,10 @@ def append_records(path: Path, records: Iterable[AttemptRecord | StartedRecord])
         os.fsync(fh.fileno())
 
 
+# The fields that name things: a control character in one makes a task (or arm) of its own.
+_NAMES = ("run", "panel", "attempt_id", "task", "arm", "cohort")
+
+
 def _parse_line(path: Path, lineno: int, text: str) -> AttemptRecord | StartedRecord:
     try:
         raw = parse_json(text, path)
@@ -266,6 +270,10 @@ def _parse_line(path: Path, lineno: int, text: str) -> AttemptRecord | StartedRe
         message = _unknown(model, err["loc"]) if err["type"] == "extra_forbidden" \
             else err["msg"]
         raise RecordsFileError(path, lineno, field, message) from exc
+    for name in _NAMES:
+        control = control_character(str(getattr(record, name, "")))
+        if control:
+            raise RecordsFileError(path, lineno, name, f"{getattr(record, name)!r} {control}")
     if isinstance(record, AttemptRecord) and record.cause in NO_VERIFIER_CAUSES \
             and (record.passed or record.reward not in (None, 0.0)):
         raise RecordsFileError(path, lineno, "reward", f"is {record.reward}, passed "

@@ -17,7 +17,16 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Annotated, Literal
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    ConfigDict,
+    Field,
+    StrictFloat,
+    StrictStr,
+    ValidationError,
+    model_validator,
+)
 
 from fire_exp.analysis.plan_sequential import SequentialPlan
 from fire_exp.errors import InputError
@@ -46,7 +55,9 @@ def did_you_mean(name: str, known: Iterable[str]) -> str:
 
 
 class _Model(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True, defer_build=True)
+    # strict: a count is a whole number (``n_resamples: true`` is not 1, ``"200"`` is not
+    # 200), a level a number, a flag true or false
+    model_config = ConfigDict(extra="forbid", frozen=True, defer_build=True, strict=True)
 
 
 def parse_contrast(text: str) -> tuple[str, str]:
@@ -83,14 +94,31 @@ class Contrast(_Model):
 RESAMPLE_CEILING = 1_000_000
 
 
+# A percentile interval reads the resamples beyond each of its ends: fewer than this many
+# on a side and the end is one or two resamples, not an interval (5 at 95 %: 200 resamples).
+MIN_TAIL_RESAMPLES = 5
+# A Monte Carlo p-value is at least 1/(n+1): 100 resamples let it reach 0.01, below a
+# Holm-adjusted 0.05 over five contrasts.
+MIN_PERMUTATION_RESAMPLES = 100
+
+
 class Bootstrap(_Model):
     n_resamples: int = Field(default=10_000, ge=1)
     confidence_level: float = Field(default=0.95, gt=0, lt=1)
 
+    @model_validator(mode="after")
+    def _enough(self) -> Bootstrap:
+        least = math.ceil(2 * MIN_TAIL_RESAMPLES / (1 - self.confidence_level) - 1e-9)
+        if self.n_resamples < least:
+            raise ValueError(f"bootstrap.n_resamples: {self.n_resamples} resamples leave fewer "
+                             f"than {MIN_TAIL_RESAMPLES} beyond each end of a "
+                             f"{self.confidence_level:.0%} interval; use at least {least}")
+        return self
+
 
 class Permutation(_Model):
     method: Literal["auto", "monte-carlo"] = "auto"  # auto: exact whenever possible
-    n_resamples: int = Field(default=100_000, ge=1)
+    n_resamples: int = Field(default=100_000, ge=MIN_PERMUTATION_RESAMPLES)
     max_enumeration: int = Field(default=20, ge=0, le=30)
 
 
@@ -106,7 +134,7 @@ class MissingData(_Model):
 
 class Interaction(_Model):
     contrast: ContrastText
-    cohorts: tuple[str, str] = ("eligible", "silent")
+    cohorts: tuple[StrictStr, StrictStr] = Field(default=("eligible", "silent"), strict=False)
 
 
 
@@ -123,7 +151,8 @@ class AnalysisPlan(_Model):
     secondary: list[ContrastText] = Field(default_factory=list)
     arms: list[str] = Field(default_factory=list)
     cohorts: list[str] = Field(default_factory=lambda: ["eligible", "silent", "all"])
-    reward_scale: tuple[float, float] = (0.0, 1.0)
+    # strict=False: YAML gives a list; each end is still strictly a number
+    reward_scale: tuple[StrictFloat, StrictFloat] = Field(default=(0.0, 1.0), strict=False)
     bootstrap: Bootstrap = Field(default_factory=lambda: Bootstrap())
     permutation: Permutation = Field(default_factory=lambda: Permutation())
     multiplicity: Multiplicity = Field(default_factory=lambda: Multiplicity())
@@ -255,8 +284,10 @@ def load_plan(path: Path | str) -> AnalysisPlan:
         if err["type"] == "extra_forbidden":  # a typo of a key: name the key meant
             message = unknown_key_message(str(err["loc"][-1]), _keys_at(err["loc"]))
         named = re.match(r"([a-z_]+(?:\.[a-z_0-9]+)*): (.*)", message, re.S)
-        if field == "<plan>" and named:  # a whole-plan check names its own field
-            field, message = named.groups()
+        if named and (field == "<plan>" or named.group(1).startswith(f"{field}.")):
+            field, message = named.groups()  # a whole-section check names its own field
+        if err["type"].endswith("_type"):  # strict types: say what was given
+            message += f", got {err['input']!r}"
         example = "sequential" if field.startswith("sequential") else "default"
         raise InputError(path, field, message, f"see analysis/{example}.yaml") from exc
 

@@ -39,6 +39,7 @@ def main(argv: list[str] | None = None) -> int:
         check_arm_from,
         import_harbor,
         load_mapping,
+        trials_without_result,
     )
     from fire_exp.records import append_records
 
@@ -56,6 +57,11 @@ def main(argv: list[str] | None = None) -> int:
           f"{', '.join(arms)}) written to {args.out}")
     if skipped:
         print(f"{len(skipped)} trial(s) matched no arm and were skipped, e.g. {skipped[0]}")
+    unfinished = trials_without_result(args.jobs)
+    if unfinished:
+        print(f"{len(unfinished)} trial folder(s) hold no result.json, e.g. {unfinished[0]}: "
+              "trials that ended without a result, not imported (their arm is unknown); "
+              "the attempts above undercount the jobs by as many")
     causes = sorted({r.cause.value for r in records if r.cause})
     if causes:
         print(f"failure causes recorded: {', '.join(causes)}")

@@ -29,11 +29,11 @@ from pathlib import Path
 from typing import Any
 
 from fire_exp.errors import InputError
-from fire_exp.files import load_json, parse_yaml, read_text
+from fire_exp.files import control_character, load_json, parse_yaml, read_text
 from fire_exp.records import AttemptRecord, Cause, Timings, Usage
 
 __all__ = ["ArmMapping", "HarborTrial", "cause_for", "import_harbor", "load_mapping",
-           "read_trials"]
+           "read_trials", "trials_without_result"]
 
 FIELDS: tuple[str, ...] = ("job", "trial", "agent", "model")
 _DOTTED = re.compile(r"^[A-Za-z_][\w-]*(\.[\w-]+)+$")
@@ -192,11 +192,26 @@ def read_trials(job_dirs: Sequence[Path]) -> list[HarborTrial]:
             raw = load_json(path, fix="a Harbor trial's result.json is JSON")
             if not isinstance(raw, dict) or "task_name" not in raw:
                 raise InputError(path, "task_name", "missing: not a Harbor trial result")
+            name = raw["task_name"]
+            problem = ("is not a non-empty string" if not isinstance(name, str) or not
+                       name.strip() else control_character(name))
+            if problem:
+                raise InputError(path, "task_name", f"{name!r} {problem}",
+                                 "fix the trial's result.json")
             trials.append(HarborTrial(path, job.name, raw))
     if not trials:
         raise InputError(", ".join(map(str, job_dirs)), "<folder>",
                          "no trial result.json found", "pass Harbor job folders (jobs/JOB)")
     return trials
+
+
+def trials_without_result(job_dirs: Sequence[Path]) -> list[Path]:
+    """The trial folders of the jobs that hold no ``result.json``: trials that ended (a
+    crash, a kill) without writing their result. Under the panel's rule each is an attempt
+    that ended, not one that never ran; its arm is unknown, so it is counted and reported,
+    never dropped without a word."""
+    return [trial for job in job_dirs if job.is_dir() for trial in sorted(job.iterdir())
+            if trial.is_dir() and not (trial / "result.json").is_file()]
 
 
 def _seconds(trial: HarborTrial, phase: str | None) -> float:
