@@ -11,11 +11,12 @@ import hashlib
 import json
 import math
 import re
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, fields
 from typing import Any
 
 from fire_exp.arms.spec import ArmSpec, arm_specs_from_dict
 from fire_exp.errors import InputError
+from fire_exp.files import unknown_key_message
 
 
 @dataclass(frozen=True)
@@ -230,8 +231,17 @@ def _task_names(data: dict[str, Any], key: str) -> tuple[str, ...]:
 
 
 def panel_from_dict(data: dict[str, Any], *, ceilings: bool = True) -> PanelConfig:
-    """Build a PanelConfig from the ``panel`` group, checking every field."""
+    """Build a PanelConfig from the ``panel`` group, checking every field.
+
+    A key the panel does not name is refused, with the key meant: ``+panel.atempts=1``
+    (a typo added with ``+``) once vanished, and the panel ran its own attempts.
+    """
     where = "panel"
+    known = [f.name for f in fields(PanelConfig)]
+    for key in data:
+        if key not in known:
+            raise InputError("configs/panel", str(key), unknown_key_message(str(key), known),
+                             "panel keys: " + ", ".join(known))
     arms = _names(data, "arms", where)
     if not arms:
         raise InputError("configs/panel", "arms", "no arms", "list the arms of the panel")
