@@ -92,6 +92,9 @@ class RunConfig:
     # recorded at the entry point so the preregistration can hash the files anywhere
     # (a Ray worker rebuilds the panel without Hydra).
     choices: dict[str, str] = field(default_factory=dict)
+    # Neither run= nor resume= given: ``run`` is new_run's name, and a folder of that name
+    # already there (another run started in the same second) is not this run's.
+    fresh: bool = False
 
     def config_hash(self) -> str:
         """SHA-256 of what defines the experiment (not where or when it runs)."""
@@ -330,7 +333,8 @@ def run_config_from_dict(data: dict[str, Any],
         prereg=_optional_text(data, "prereg"),
         analyze=_flag(data, "analyze", "config.yaml", default=True),
         resume=resume, cost_pilot=_optional_text(data, "cost_pilot"),
-        choices=dict(choices or {}))
+        choices=dict(choices or {}),
+        fresh=data.get("run") in (None, "") and data.get("resume") in (None, ""))
 
 
 def _optional_text(data: dict[str, Any], key: str) -> str | None:
