@@ -15,6 +15,7 @@ from fire_exp.paths import SUITES_DIR
 from fire_exp.tasks.loader import load_task
 from fire_exp.tasks.model import task_digest, task_files
 
+
 def _task(tmp_path: Path) -> Path:
     return Path(shutil.copytree(SUITES_DIR / "fire-mini" / "dedupe-emails", tmp_path / "t"))
 
