@@ -217,7 +217,14 @@ def write_with_backup(path: Path, text: str) -> tuple[bool, Path | None]:
     """Write ``text`` to ``path`` unless it already holds it; back the old file up first.
 
     Returns whether the file changed, and the backup's path (None: there was no file).
+
+    Raises:
+        InputError: ``path`` is a folder or another thing that is not a file; nothing is
+            written (no temporary file is left in the user's project either).
     """
+    if path.exists() and not path.is_file():
+        raise InputError(path, "<file>", "is a folder, not a file" if path.is_dir() else
+                         "is not a regular file", _LEFT_ALONE)
     old = path.read_text(encoding="utf-8") if path.is_file() else None
     if old == text:
         return False, None
@@ -228,6 +235,9 @@ def write_with_backup(path: Path, text: str) -> tuple[bool, Path | None]:
         shutil.copy2(path, backup)
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(path.name + ".fire-exp-tmp")
-    tmp.write_text(text, encoding="utf-8")
-    tmp.replace(path)
+    try:
+        tmp.write_text(text, encoding="utf-8")
+        tmp.replace(path)
+    finally:
+        tmp.unlink(missing_ok=True)  # written and moved, or failed: never left behind
     return True, backup
