@@ -131,6 +131,15 @@ def balanced_difference(a: ArrayLike, b: ArrayLike) -> float | None:
     return None if k == 0 else float(x[:k].mean() - y[:k].mean())
 
 
+def _mixture(d: np.ndarray, max_bet: float, grid_size: int) -> np.ndarray:
+    """The mixture's e-value: the mean wealth of all 2G constant bets, in log space."""
+    bets = max_bet * np.arange(1, grid_size + 1) / grid_size
+    bets = np.concatenate([bets, -bets])  # (2G,)
+    logs = np.cumsum(np.log1p(bets[:, None] * d[..., None, :]), axis=-1)
+    top = logs.max(axis=-2, keepdims=True)
+    return np.asarray(np.exp(top[..., 0, :]) * np.exp(logs - top).mean(axis=-2))
+
+
 def _mixture_sides(d: np.ndarray, max_bet: float, grid_size: int,
                    ) -> tuple[np.ndarray, np.ndarray]:
     """The mixture's two halves: the mean wealth of the G bets on d > 0 and on d < 0."""
@@ -193,7 +202,9 @@ def e_process(diffs: ArrayLike, *, method: str = "mixture", max_bet: float = 0.9
     d = _sequential_iv(diffs, method, max_bet, grid_size, bet_on)
     if d.shape[-1] == 0:
         return d.copy()
-    up, down = _sides(d, method, max_bet, grid_size)
+    if method == "mixture":
+        return _mixture(d, max_bet, grid_size)
+    up, down = _agrapa_sides(d, max_bet)
     return np.asarray((up + down) / 2.0)
 
 
@@ -239,8 +250,9 @@ def sequential_test(diffs: ArrayLike, *, alpha: float = 0.05, method: str = "mix
     if d.ndim != 1:
         raise ValueError("diffs must be 1-d here (e_process takes several panels at once)")
     bets = _sequential_iv(d, method, max_bet, grid_size, bet_on)
+    path = e_process(d, method=method, max_bet=max_bet, grid_size=grid_size, bet_on=bet_on)
+    # which side carries the e-value: the process betting on A better, or on A worse
     up, down = _sides(bets, method, max_bet, grid_size) if d.size else (d, d)
-    path = (up + down) / 2.0
     threshold = 1.0 / alpha
     decision, stop = "continue", None
     tasks = np.arange(1, d.size + 1)
