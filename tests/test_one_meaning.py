@@ -178,3 +178,12 @@ def test_a_harbor_task_name_that_is_not_a_name_is_refused(tmp_path: Path, name: 
     (folder / "result.json").write_text(json.dumps(result | {"task_name": name}))
     with pytest.raises(InputError, match="result.json: task_name"):
         import_harbor([tmp_path / "job"], ArmMapping())
+
+
+def test_a_stop_record_with_a_key_twice_is_refused(tmp_path: Path) -> None:
+    """``stopped.json`` says why a run stopped: ``reason`` twice has no one meaning."""
+    from fire_exp.analysis.sequential import read_stop
+
+    (tmp_path / "stopped.json").write_text('{"reason": "budget_usd", "reason": "efficacy"}')
+    with pytest.raises(InputError, match="key 'reason' appears twice"):
+        read_stop(tmp_path)

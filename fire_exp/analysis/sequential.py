@@ -25,6 +25,7 @@ import numpy as np
 from fire_exp.analysis.load import loaded_from_records
 from fire_exp.analysis.plan import AnalysisPlan, parse_contrast
 from fire_exp.errors import InputError
+from fire_exp.files import json_loads
 from fire_exp.records import AttemptRecord, ReadResult
 from fire_exp.stats.sequential import SequentialResult, balanced_difference, sequential_test
 
@@ -199,7 +200,7 @@ def read_stop(run_dir: Path) -> dict[str, Any] | None:
     if not path.is_file():
         return None
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
+        data = json_loads(path.read_text(encoding="utf-8"))  # a key twice is refused
     except (OSError, ValueError) as exc:
         raise InputError(path, "<file>", f"unreadable: {exc}",
                          "delete it to analyse the run as unstopped") from exc
