@@ -11,11 +11,12 @@ import hashlib
 import json
 import math
 import re
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, fields
 from typing import Any
 
 from fire_exp.arms.spec import ArmSpec, arm_specs_from_dict
 from fire_exp.errors import InputError
+from fire_exp.files import unknown_key_message
 
 
 @dataclass(frozen=True)
@@ -91,6 +92,9 @@ class RunConfig:
     # recorded at the entry point so the preregistration can hash the files anywhere
     # (a Ray worker rebuilds the panel without Hydra).
     choices: dict[str, str] = field(default_factory=dict)
+    # Neither run= nor resume= given: ``run`` is new_run's name, and a folder of that name
+    # already there (another run started in the same second) is not this run's.
+    fresh: bool = False
 
     def config_hash(self) -> str:
         """SHA-256 of what defines the experiment (not where or when it runs)."""
@@ -230,8 +234,17 @@ def _task_names(data: dict[str, Any], key: str) -> tuple[str, ...]:
 
 
 def panel_from_dict(data: dict[str, Any], *, ceilings: bool = True) -> PanelConfig:
-    """Build a PanelConfig from the ``panel`` group, checking every field."""
+    """Build a PanelConfig from the ``panel`` group, checking every field.
+
+    A key the panel does not name is refused, with the key meant: ``+panel.atempts=1``
+    (a typo added with ``+``) once vanished, and the panel ran its own attempts.
+    """
     where = "panel"
+    known = [f.name for f in fields(PanelConfig)]
+    for key in data:
+        if key not in known:
+            raise InputError("configs/panel", str(key), unknown_key_message(str(key), known),
+                             "panel keys: " + ", ".join(known))
     arms = _names(data, "arms", where)
     if not arms:
         raise InputError("configs/panel", "arms", "no arms", "list the arms of the panel")
@@ -320,7 +333,8 @@ def run_config_from_dict(data: dict[str, Any],
         prereg=_optional_text(data, "prereg"),
         analyze=_flag(data, "analyze", "config.yaml", default=True),
         resume=resume, cost_pilot=_optional_text(data, "cost_pilot"),
-        choices=dict(choices or {}))
+        choices=dict(choices or {}),
+        fresh=data.get("run") in (None, "") and data.get("resume") in (None, ""))
 
 
 def _optional_text(data: dict[str, Any], key: str) -> str | None:

@@ -2,8 +2,10 @@
 
 Files fire-exp reads at an entry point (attempts, CSVs, plans, task files, Harbor results,
 manifests, pilots) may be anything a user has on disk: bytes that are not UTF-8, JSON
-nested deeper than the parser recurses, a 5,000-digit integer Python refuses to convert.
-Each of these ends here as ``FILE: WHERE: what is wrong (what to do)``, never a
+nested deeper than the parser recurses, a 5,000-digit integer Python refuses to convert,
+a key written twice in one object or mapping (JSON and YAML keep the last silently: a
+record with ``"reward"`` twice, a plan with ``primary:`` twice, would mean what its reader
+does not see). Each of these ends here as ``FILE: WHERE: what is wrong (what to do)``, never a
 traceback. Like :mod:`fire_exp.records` this module sits at the bottom of the import
 graph: it imports only the errors.
 """
@@ -12,13 +14,18 @@ from __future__ import annotations
 
 import difflib
 import json
+import re
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
+import yaml
+
 from fire_exp.errors import InputError
 
-__all__ = ["decoded", "load_json", "parse_json", "read_text", "unknown_key_message"]
+__all__ = ["DuplicateKeyError", "StrictYamlLoader", "control_character", "decoded",
+           "json_loads", "load_json", "load_yaml", "parse_json", "parse_yaml",
+           "read_text", "unknown_key_message"]
 
 _UTF8_FIX = "save the file as UTF-8 text"
 
@@ -61,7 +68,11 @@ def parse_json(text: str | bytes, path: Path | str, where: str = "<json>",
     {'a': [1]}
     """
     try:
-        return json.loads(text)
+        return json.loads(text, object_pairs_hook=_unique_pairs)
+    except DuplicateKeyError as exc:
+        raise InputError(path, where if where != "<json>" else _json_key_line(text, exc.key),
+                         f"key {exc.key!r} appears twice in one object (JSON keeps the last "
+                         "silently)", "keep one of them") from None
     except json.JSONDecodeError as exc:
         raise InputError(path, where, f"not valid JSON: {exc.msg}", fix) from None
     except RecursionError:
@@ -73,9 +84,59 @@ def parse_json(text: str | bytes, path: Path | str, where: str = "<json>",
             from None
 
 
+class DuplicateKeyError(ValueError):
+    """A JSON object with a key written twice (``json`` keeps the last silently)."""
+
+    def __init__(self, key: str) -> None:
+        super().__init__(f"key {key!r} appears twice in one object")
+        self.key = key
+
+
+def json_loads(text: str | bytes) -> Any:
+    """``json.loads`` refusing a key written twice (:class:`DuplicateKeyError`, a
+    ``ValueError``), for readers that handle their own errors (hook payloads, rewards)."""
+    return json.loads(text, object_pairs_hook=_unique_pairs)
+
+
+def _unique_pairs(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    """``json``'s object hook: the object, or :class:`DuplicateKeyError` for a key twice."""
+    obj = dict(pairs)
+    if len(obj) != len(pairs):
+        seen: set[str] = set()
+        for key, _ in pairs:
+            if key in seen:
+                raise DuplicateKeyError(key)
+            seen.add(key)
+    return obj
+
+
+def _json_key_line(text: str | bytes, key: str) -> str:
+    """``line N`` of the second ``"key":`` in ``text`` (where a key written twice is)."""
+    if isinstance(text, bytes):
+        text = text.decode("utf-8", "replace")
+    hits = [m.start() for m in re.finditer(re.escape(json.dumps(key)) + r"\s*:", text)]
+    return f"line {text.count(chr(10), 0, hits[1]) + 1}" if len(hits) > 1 else "<json>"
+
+
 def load_json(path: Path | str, where: str = "<json>", fix: str = "fix the file") -> Any:
     """Read and parse a JSON file (see :func:`read_text` and :func:`parse_json`)."""
     return parse_json(read_text(path), path, where, fix)
+
+
+_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
+
+
+def control_character(text: str) -> str | None:
+    """What to say of a name holding a control character (a tab, a newline, an escape),
+    or None: such a name is a task or arm of its own that reads as another, and breaks the
+    Markdown tables across lines.
+
+    >>> control_character("dedupe\\temails")
+    "holds the control character '\\\\t' (names are printable text)"
+    """
+    found = _CONTROL.search(text)
+    return None if found is None else \
+        f"holds the control character {found.group()!r} (names are printable text)"
 
 
 def unknown_key_message(key: str, known: Iterable[str]) -> str:
@@ -86,3 +147,58 @@ def unknown_key_message(key: str, known: Iterable[str]) -> str:
     """
     close = difflib.get_close_matches(key, sorted(known), n=1, cutoff=0.6)
     return f"unknown field {key!r}" + (f"; did you mean {close[0]!r}?" if close else "")
+
+
+_YAML_BASE: type[Any] = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # libyaml: faster
+
+
+class StrictYamlLoader(_YAML_BASE):  # type: ignore[misc]
+    """YAML's safe loader that refuses a key written twice in one mapping (PyYAML keeps the
+    last silently); the error's mark is the second key's line."""
+
+    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
+        seen: dict[Any, int] = {}
+        for key_node, _ in node.value:
+            if key_node.tag == "tag:yaml.org,2002:merge":
+                continue
+            key = self.construct_object(key_node, deep=True)
+            try:
+                first = seen.get(key)
+            except TypeError:  # an unhashable key: SafeConstructor names it
+                break
+            if first is not None:
+                raise yaml.constructor.ConstructorError(
+                    None, None, f"key {key!r} appears twice in one mapping (first on line "
+                    f"{first}; YAML keeps the last silently)", key_node.start_mark)
+            seen[key] = key_node.start_mark.line + 1
+        result: dict[Any, Any] = super().construct_mapping(node, deep=deep)
+        return result
+
+
+def parse_yaml(text: str, path: Path | str, fix: str = "fix the file") -> Any:
+    """Parse YAML with :class:`StrictYamlLoader`, every way it can fail one ``InputError``
+    naming the line: malformed YAML, a key twice, nesting past the recursion limit, an
+    integer of thousands of digits.
+
+    >>> parse_yaml("a: 1", "x.yaml")
+    {'a': 1}
+    """
+    try:
+        return yaml.load(text, Loader=StrictYamlLoader)  # noqa: S506 - a safe loader
+    except yaml.MarkedYAMLError as exc:
+        mark = exc.problem_mark or exc.context_mark
+        where = f"line {mark.line + 1}" if mark is not None else "<yaml>"
+        problem = exc.problem or str(exc)
+        if "appears twice" not in problem:
+            problem = f"not valid YAML: {problem}"
+        raise InputError(path, where, problem, fix) from None
+    except yaml.YAMLError as exc:
+        raise InputError(path, "<yaml>", f"not valid YAML: {exc}", fix) from None
+    except (RecursionError, ValueError):  # nested too deeply; a 5,000-digit integer
+        raise InputError(path, "<yaml>", "nested too deeply, or an integer of thousands "
+                         "of digits", fix) from None
+
+
+def load_yaml(path: Path | str, fix: str = "fix the file") -> Any:
+    """Read and parse a YAML file (see :func:`read_text` and :func:`parse_yaml`)."""
+    return parse_yaml(read_text(path), path, fix)

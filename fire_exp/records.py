@@ -18,12 +18,12 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from enum import StrEnum
 from pathlib import Path
-from typing import Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError
 
 from fire_exp.errors import InputError
-from fire_exp.files import parse_json, unknown_key_message
+from fire_exp.files import control_character, parse_json, unknown_key_message
 
 SCHEMA_VERSION = 1
 
@@ -72,6 +72,19 @@ TIMEOUT_CAUSES = frozenset({Cause.AGENT_TIMEOUT, Cause.VERIFIER_TIMEOUT})
 
 class _Model(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True, defer_build=True)
+
+
+def _as_cause(value: Any) -> Any:
+    """A cause read from a file (a string) as :class:`Cause`: the records are validated
+    strictly (a reward ``true`` or ``"1"`` is not a number), and strict validation takes
+    an enum only as itself."""
+    if isinstance(value, str):
+        try:
+            return Cause(value)
+        except ValueError:
+            raise ValueError(f"{value!r} is not a cause fire-exp knows (one of "
+                             f"{', '.join(c.value for c in Cause)})") from None
+    return value
 
 
 class Funnel(_Model):
@@ -145,7 +158,7 @@ class AttemptRecord(_Model):
     environment: str
     reward: float | None = Field(allow_inf_nan=False)  # None: no reward read (see cause)
     passed: bool
-    cause: Cause | None = None
+    cause: Annotated[Cause | None, BeforeValidator(_as_cause)] = None
     error: str | None = None
     gave_up: bool = False
     valid: bool = True
@@ -230,6 +243,10 @@ def append_records(path: Path, records: Iterable[AttemptRecord | StartedRecord])
         os.fsync(fh.fileno())
 
 
+# The fields that name things: a control character in one makes a task (or arm) of its own.
+_NAMES = ("run", "panel", "attempt_id", "task", "arm", "cohort")
+
+
 def _parse_line(path: Path, lineno: int, text: str) -> AttemptRecord | StartedRecord:
     try:
         raw = parse_json(text, path)
@@ -242,8 +259,8 @@ def _parse_line(path: Path, lineno: int, text: str) -> AttemptRecord | StartedRe
         raise RecordsFileError(path, lineno, "schema_version",
                                f"is {version!r}; this fire-exp reads version {SCHEMA_VERSION}")
     model = StartedRecord if raw.get("kind") == "started" else AttemptRecord
-    try:
-        return model.model_validate(raw)
+    try:  # strictly: a reward true or "1", a replicate 1.0, passed "true" are not values
+        record = model.model_validate(raw, strict=True)
     except ValidationError as exc:
         errors = exc.errors()
         # a misspelt field is both missing and unknown: name the typo and the field meant
@@ -253,6 +270,16 @@ def _parse_line(path: Path, lineno: int, text: str) -> AttemptRecord | StartedRe
         message = _unknown(model, err["loc"]) if err["type"] == "extra_forbidden" \
             else err["msg"]
         raise RecordsFileError(path, lineno, field, message) from exc
+    for name in _NAMES:
+        control = control_character(str(getattr(record, name, "")))
+        if control:
+            raise RecordsFileError(path, lineno, name, f"{getattr(record, name)!r} {control}")
+    if isinstance(record, AttemptRecord) and record.cause in NO_VERIFIER_CAUSES \
+            and (record.passed or record.reward not in (None, 0.0)):
+        raise RecordsFileError(path, lineno, "reward", f"is {record.reward}, passed "
+                               f"{str(record.passed).lower()}, but cause "
+                               f"{record.cause.value!r} means no verifier ran (no reward)")
+    return record
 
 
 def _unknown(model: type[BaseModel], loc: tuple[int | str, ...]) -> str:

@@ -105,3 +105,56 @@ def test_run_and_resume_that_disagree_are_refused() -> None:
 
 def test_configs_dir_is_the_repository_one() -> None:
     assert CONFIG_DIR == Path(__file__).resolve().parents[1] / "configs"
+
+
+@pytest.mark.parametrize(("override", "message"), [
+    ("panel=Demo", "configs/panel: panel=Demo: no panel config 'Demo' (did you mean 'demo'?"),
+    ("environment=nonexistent", "no environment config 'nonexistent' (known: docker, local"),
+])
+def test_an_unknown_group_option_is_one_line_with_the_option_meant(override: str,
+                                                                   message: str) -> None:
+    """Hydra's eleven-line message and exit 1 became fire-exp's one line and exit 2."""
+    from fire_exp.cli._hydra import check_before_compose
+
+    with pytest.raises(InputError) as err:
+        check_before_compose([override])
+    assert message in f"{err.value.path}: {err.value.field}: {err.value.problem} ({err.value.fix}"
+    check_before_compose(["panel=demo", "environment=local", "-m", "agent=simulated,oracle"])
+    with pytest.raises(InputError, match="no agent config 'orcale'"):
+        check_before_compose(["-m", "agent=simulated,orcale"])
+
+
+def test_an_unknown_group_option_on_the_command_line_exits_2() -> None:
+    from tests.conftest import run_cli
+
+    proc = run_cli("run", "panel=Demo", "results_dir=/nonexistent")
+    assert proc.returncode == 2 and proc.stderr.count("\n") == 1, proc.stderr
+    assert "did you mean 'demo'?" in proc.stderr
+
+
+@pytest.mark.parametrize("override", ["+panel.atempts=1", "+panel.eligble=[a]"])
+def test_a_panel_key_added_with_plus_that_does_not_exist_is_refused(override: str) -> None:
+    """``+panel.atempts=1`` was ignored without a word: 24 attempts ran instead of 12."""
+    with pytest.raises(InputError, match="did you mean") as err:
+        compose_run(override)
+    assert err.value.field == override[len("+panel."):].split("=")[0]
+
+
+def test_a_config_file_with_a_key_twice_is_refused_before_compose(tmp_path: Path,
+                                                                  monkeypatch) -> None:
+    import shutil
+
+    import fire_exp.cli._hydra as hydra_cli
+
+    configs = Path(shutil.copytree(CONFIG_DIR, tmp_path / "configs"))
+    demo = configs / "panel" / "demo.yaml"
+    demo.write_text(demo.read_text() + "\nattempts: 7\n")
+    monkeypatch.setattr(hydra_cli, "CONFIG_DIR", configs)
+    with pytest.raises(InputError, match=r"demo.yaml: line \d+: key 'attempts' appears twice"):
+        hydra_cli.check_before_compose(["panel=demo"])
+
+
+def test_the_bundled_configs_hold_no_key_twice() -> None:
+    from fire_exp.cli._hydra import check_before_compose
+
+    check_before_compose([])

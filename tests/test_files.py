@@ -184,7 +184,7 @@ def test_a_simulation_script_that_is_not_utf8_is_one_line(tmp_path: Path) -> Non
                    "panel.eligible=[dedupe-emails]", "panel.silent=[]",
                    f"prereg={tmp_path / 'p.json'}")
     assert proc.returncode == 2 and "Traceback" not in proc.stderr
-    assert f"{script}: <yaml>: not UTF-8 text" in proc.stderr
+    assert f"{script}: line " in proc.stderr and ": is not UTF-8 text" in proc.stderr
 
 
 @pytest.mark.parametrize(("old", "new", "field", "meant"), [

@@ -44,12 +44,12 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-import yaml
 
 from fire_exp.agents.base import AgentOutcome
 from fire_exp.agents.session import AgentSession
 from fire_exp.agents.transcript import Transcript
 from fire_exp.errors import InputError
+from fire_exp.files import load_yaml
 from fire_exp.records import Usage
 
 TIERS = ("weak", "mid", "strong")
@@ -111,10 +111,7 @@ def _rate(value: Any, path: Path, where: str) -> dict[str, float]:
 
 def load_script(path: Path) -> Script:
     """Parse and check a ``simulated.yaml``; errors name the file and the field."""
-    try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8"))
-    except yaml.YAMLError as exc:
-        raise InputError(path, "<yaml>", f"malformed YAML: {exc}") from exc
+    data = load_yaml(path)
     if not isinstance(data, dict) or not isinstance(data.get("steps"), list) or \
             not data["steps"]:
         raise InputError(path, "steps", "expected a non-empty list of steps")

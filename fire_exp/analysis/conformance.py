@@ -7,7 +7,10 @@ against it (:func:`check_conformance`):
 - its task, arm and replicate are a scheduled cell, and its cohort is the cell's;
 - its attempt id is the cell's (``task/arm/rN``), or a replacement ``task/arm/rN#k`` that
   another record of the file declared (``lineage.replaced_by``);
-- its panel is the manifest's.
+- its panel is the manifest's;
+- its seed is the cell's (an original attempt: a replacement draws its own), and its task
+  digest the one the manifest froze for the task (``hashes["task:NAME"]``): a record of
+  another seed or of a task edited since freezing is not the attempt preregistered.
 
 A hand-edited or merged file, or a line from another panel, is refused at its first
 offending line; so is an attempt recorded twice (two finished records of one attempt id,
@@ -44,6 +47,7 @@ class Cell:
     cohort: str
     arm: str
     replicate: int
+    seed: int | None = None  # None: a schedule entry without one (checked when present)
 
     @property
     def attempt_id(self) -> str:
@@ -63,7 +67,9 @@ def _cell(manifest_path: Path, index: int, item: Any) -> Cell:
     if isinstance(replicate, bool) or not isinstance(replicate, int) or replicate < 0:
         raise InputError(manifest_path, f"{where}.replicate",
                          f"expected a whole number >= 0, got {replicate!r:.60}", _REFREEZE)
-    return Cell(item["task"], item["cohort"], item["arm"], replicate)
+    seed = item.get("seed")
+    return Cell(item["task"], item["cohort"], item["arm"], replicate,
+                seed if isinstance(seed, int) and not isinstance(seed, bool) else None)
 
 
 def scheduled_cells(manifest: Mapping[str, Any], manifest_path: Path) -> dict[str, Cell]:
@@ -170,10 +176,30 @@ def _check_records(path: Path, read: ReadResult, manifest: Mapping[str, Any],
         if base != cell.attempt_id:
             raise InputError(path, where.format("attempt_id"), f"{r.attempt_id!r} is not "
                              f"the attempt of {cell.attempt_id}", "fix or remove the line")
+        _check_frozen(path, where, r, cell, manifest, original=not sep)
         if sep and r.attempt_id not in declared:
             raise InputError(path, where.format("attempt_id"),
                              f"{r.attempt_id!r} replaces an attempt, but no record declares "
                              "it (lineage.replaced_by)", "remove the line")
+
+
+def _frozen_digest(manifest: Mapping[str, Any], task: str) -> str | None:
+    item = (manifest.get("hashes") or {}).get(f"task:{task}")
+    digest = item.get("sha256") if isinstance(item, dict) else None
+    return digest if isinstance(digest, str) else None
+
+
+def _check_frozen(path: Path, where: str, r: AttemptRecord, cell: Cell,
+                  manifest: Mapping[str, Any], *, original: bool) -> None:
+    """The record's seed and task digest against what the manifest froze."""
+    if original and cell.seed is not None and r.seed != cell.seed:
+        raise InputError(path, where.format("seed"), f"seed {r.seed} is not the seed "
+                         f"{cell.seed} frozen for {cell.attempt_id}", _NOT_SCHEDULED)
+    digest = _frozen_digest(manifest, r.task)
+    if digest is not None and r.task_digest != digest:
+        raise InputError(path, where.format("task_digest"), f"{r.task_digest[:12]!r}… is not "
+                         f"the digest {digest[:12]!r}… frozen for task {r.task!r}",
+                         "the task changed after freezing, or the line is another run's")
 
 
 def _csv_rows(path: Path) -> Iterator[tuple[int, dict[str, str]]]:

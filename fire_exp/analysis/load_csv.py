@@ -20,13 +20,14 @@ from fire_exp.analysis.frame import FAMILY_COLUMNS, LoadedAttempts, normalize_fr
 from fire_exp.analysis.plan import AnalysisPlan
 from fire_exp.analysis.validate import Entry, check_columns, check_entries, frame_is_clean
 from fire_exp.errors import InputError
-from fire_exp.files import read_text
+from fire_exp.files import control_character, read_text
 
 __all__ = ["load_csv"]
 
 _TRUE = {"1", "true", "yes", "y", "t", "1.0"}
-_FALSE = {"0", "false", "no", "n", "f", "0.0", ""}
+_FALSE = {"0", "false", "no", "n", "f", "0.0"}  # an empty cell is neither: refused
 _REQUIRED = ("task", "arm", "replicate")
+_CONTROL = r"[\x00-\x1f\x7f-\x9f]"  # a name holding one is refused row by row
 
 
 def _cell(path: Path, line: int, col: str, text: str, kind: str) -> object:
@@ -35,6 +36,9 @@ def _cell(path: Path, line: int, col: str, text: str, kind: str) -> object:
     if kind in ("str", "name"):
         if not t:
             raise InputError(path, where, "is empty", "every attempt needs a value here")
+        control = control_character(t)
+        if control:
+            raise InputError(path, where, f"{t!r} {control}", "fix the name")
         return t
     if kind == "int":
         try:
@@ -56,6 +60,9 @@ def _cell(path: Path, line: int, col: str, text: str, kind: str) -> object:
         return True
     if t.lower() in _FALSE:
         return False
+    if not t:
+        raise InputError(path, where, "is empty (an empty cell is not false)",
+                         "write true or false for every attempt")
     raise InputError(path, where, f"{t!r} is not a boolean", "use 1/0 or true/false")
 
 
@@ -150,7 +157,7 @@ def _fast_column(column: pd.Series, kind: str) -> np.ndarray | pd.Categorical | 
     codes, uniques = pd.factorize(column)
     text = pd.Series(uniques, dtype=object).str.strip()
     if kind in ("str", "name"):
-        if not bool((text != "").all()):
+        if not bool((text != "").all()) or text.str.contains(_CONTROL).any():
             return None
         if kind == "str":
             return text.to_numpy(dtype=object)[codes]

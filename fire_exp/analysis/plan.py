@@ -17,12 +17,20 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Annotated, Literal
 
-import yaml
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    ConfigDict,
+    Field,
+    StrictFloat,
+    StrictStr,
+    ValidationError,
+    model_validator,
+)
 
 from fire_exp.analysis.plan_sequential import SequentialPlan
 from fire_exp.errors import InputError
-from fire_exp.files import read_text, unknown_key_message
+from fire_exp.files import parse_yaml, read_text, unknown_key_message
 from fire_exp.policies.ablation import is_ablation_arm
 
 __all__ = ["PANEL_COHORTS", "AnalysisPlan", "Contrast", "check_plan_for_panel",
@@ -47,7 +55,9 @@ def did_you_mean(name: str, known: Iterable[str]) -> str:
 
 
 class _Model(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True, defer_build=True)
+    # strict: a count is a whole number (``n_resamples: true`` is not 1, ``"200"`` is not
+    # 200), a level a number, a flag true or false
+    model_config = ConfigDict(extra="forbid", frozen=True, defer_build=True, strict=True)
 
 
 def parse_contrast(text: str) -> tuple[str, str]:
@@ -84,14 +94,31 @@ class Contrast(_Model):
 RESAMPLE_CEILING = 1_000_000
 
 
+# A percentile interval reads the resamples beyond each of its ends: fewer than this many
+# on a side and the end is one or two resamples, not an interval (5 at 95 %: 200 resamples).
+MIN_TAIL_RESAMPLES = 5
+# A Monte Carlo p-value is at least 1/(n+1): 100 resamples let it reach 0.01, below a
+# Holm-adjusted 0.05 over five contrasts.
+MIN_PERMUTATION_RESAMPLES = 100
+
+
 class Bootstrap(_Model):
     n_resamples: int = Field(default=10_000, ge=1)
     confidence_level: float = Field(default=0.95, gt=0, lt=1)
 
+    @model_validator(mode="after")
+    def _enough(self) -> Bootstrap:
+        least = math.ceil(2 * MIN_TAIL_RESAMPLES / (1 - self.confidence_level) - 1e-9)
+        if self.n_resamples < least:
+            raise ValueError(f"bootstrap.n_resamples: {self.n_resamples} resamples leave fewer "
+                             f"than {MIN_TAIL_RESAMPLES} beyond each end of a "
+                             f"{self.confidence_level:.0%} interval; use at least {least}")
+        return self
+
 
 class Permutation(_Model):
     method: Literal["auto", "monte-carlo"] = "auto"  # auto: exact whenever possible
-    n_resamples: int = Field(default=100_000, ge=1)
+    n_resamples: int = Field(default=100_000, ge=MIN_PERMUTATION_RESAMPLES)
     max_enumeration: int = Field(default=20, ge=0, le=30)
 
 
@@ -107,7 +134,7 @@ class MissingData(_Model):
 
 class Interaction(_Model):
     contrast: ContrastText
-    cohorts: tuple[str, str] = ("eligible", "silent")
+    cohorts: tuple[StrictStr, StrictStr] = Field(default=("eligible", "silent"), strict=False)
 
 
 
@@ -124,7 +151,8 @@ class AnalysisPlan(_Model):
     secondary: list[ContrastText] = Field(default_factory=list)
     arms: list[str] = Field(default_factory=list)
     cohorts: list[str] = Field(default_factory=lambda: ["eligible", "silent", "all"])
-    reward_scale: tuple[float, float] = (0.0, 1.0)
+    # strict=False: YAML gives a list; each end is still strictly a number
+    reward_scale: tuple[StrictFloat, StrictFloat] = Field(default=(0.0, 1.0), strict=False)
     bootstrap: Bootstrap = Field(default_factory=lambda: Bootstrap())
     permutation: Permutation = Field(default_factory=lambda: Permutation())
     multiplicity: Multiplicity = Field(default_factory=lambda: Multiplicity())
@@ -229,10 +257,6 @@ def check_plan_meaning(plan: AnalysisPlan) -> None:
                              "use fewer, or set ceilings: false in the plan on purpose")
 
 
-# libyaml's safe loader when PyYAML has it (it reads a plan several times faster).
-_SAFE_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
-
-
 def load_plan(path: Path | str) -> AnalysisPlan:
     """Read and validate a plan; errors name the file and the field.
 
@@ -241,15 +265,11 @@ def load_plan(path: Path | str) -> AnalysisPlan:
     """
     path = Path(path)
     try:
-        raw = yaml.load(read_text(path), Loader=_SAFE_LOADER)
+        text = read_text(path)
     except FileNotFoundError as exc:
         raise InputError(path, "<file>", "analysis plan not found",
                          "pass --plan analysis/NAME.yaml") from exc
-    except yaml.YAMLError as exc:
-        raise InputError(path, "<yaml>", f"not valid YAML: {exc}") from exc
-    except (RecursionError, ValueError) as exc:  # nested too deeply; a 5,000-digit number
-        raise InputError(path, "<yaml>", "nested too deeply or holds a number of thousands "
-                         "of digits", "see analysis/default.yaml") from exc
+    raw = parse_yaml(text, path, "see analysis/default.yaml")  # a key twice is refused
     if not isinstance(raw, dict):
         raise InputError(path, "<plan>", "expected a mapping of plan fields")
     try:
@@ -264,8 +284,10 @@ def load_plan(path: Path | str) -> AnalysisPlan:
         if err["type"] == "extra_forbidden":  # a typo of a key: name the key meant
             message = unknown_key_message(str(err["loc"][-1]), _keys_at(err["loc"]))
         named = re.match(r"([a-z_]+(?:\.[a-z_0-9]+)*): (.*)", message, re.S)
-        if field == "<plan>" and named:  # a whole-plan check names its own field
-            field, message = named.groups()
+        if named and (field == "<plan>" or named.group(1).startswith(f"{field}.")):
+            field, message = named.groups()  # a whole-section check names its own field
+        if err["type"].endswith("_type"):  # strict types: say what was given
+            message += f", got {err['input']!r}"
         example = "sequential" if field.startswith("sequential") else "default"
         raise InputError(path, field, message, f"see analysis/{example}.yaml") from exc
 

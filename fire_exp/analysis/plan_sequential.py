@@ -22,7 +22,7 @@ __all__ = ["Futility", "SequentialPlan", "check_sequential_for_panel"]
 
 
 class _Model(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True, defer_build=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, defer_build=True, strict=True)
 
 
 class Futility(_Model):

@@ -20,11 +20,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from fire_exp.analysis.load import loaded_from_records
 from fire_exp.analysis.plan import AnalysisPlan, parse_contrast
 from fire_exp.errors import InputError
+from fire_exp.files import json_loads
 from fire_exp.records import AttemptRecord, ReadResult
-from fire_exp.stats.sequential import SequentialResult, sequential_test
+from fire_exp.stats.sequential import SequentialResult, balanced_difference, sequential_test
 
 __all__ = ["STOP_FILE", "FrozenOrder", "SequentialState", "completed_tasks", "read_stop",
            "sequential_markdown", "sequential_state", "sequential_summary", "standing_cells",
@@ -79,14 +82,18 @@ class SequentialState:
     def line(self) -> str:
         """One line: the decision, where, and the e-value against its threshold."""
         r = self.result
-        head = {"efficacy": "stopped for efficacy", "futility": "stopped for futility",
+        head = {"efficacy": "stopped for efficacy", "harm": "stopped for harm",
+                "futility": "stopped for futility",
                 "continue": "no stopping decision"}[r.decision]
+        a, b = (arm.strip() for arm in self.contrast.split(" - ", 1))
+        side = {"efficacy": f"; {a} better than {b}",
+                "harm": f"; {a} worse than {b}"}.get(r.decision, "")
         where = (f" after {r.stopped_at} of the {self.cohort} tasks (task "
                  f"{self.stopping_task})" if r.stopped_at else f" after {len(self.tasks)} "
                  f"{self.cohort} tasks")
         how = r.method + (", on signs" if r.bet_on == "sign" else "")
         return (f"{head}{where}: {self.contrast} e-value {r.e_value:.3g} (threshold "
-                f"{r.threshold:g} = 1/alpha, {how}); sequential p {r.sequential_p:.3g}")
+                f"{r.threshold:g} = 1/alpha, {how}); sequential p {r.sequential_p:.3g}{side}")
 
 
 Cell = tuple[str, str, int]  # (task, arm, replicate)
@@ -112,7 +119,9 @@ def task_differences(records: Iterable[AttemptRecord], plan: AnalysisPlan,
                      tasks: Iterable[str]) -> dict[str, float | None]:
     """Each task's paired difference A − B of the primary contrast (None: the task is
     outside the primary cohort, or an arm has no scored attempt), scored as ``analyze``
-    scores attempts."""
+    scores attempts. Betting on signs, the arms are compared on their first k attempts
+    by replicate, k the smaller count (:func:`~fire_exp.stats.sequential.balanced_difference`:
+    an invalid record dropped and not replaced must not tilt the sign under the null)."""
     wanted = set(tasks)
     a, b = parse_contrast(plan.primary.contrast)
     read = ReadResult(finished=[r for r in records if r.task in wanted], started=[],
@@ -120,6 +129,12 @@ def task_differences(records: Iterable[AttemptRecord], plan: AnalysisPlan,
     frame = loaded_from_records(read, "<records>").attempts
     if plan.primary.cohort != "all":
         frame = frame[frame["cohort"] == plan.primary.cohort]
+    if plan.sequential is not None and plan.sequential.bet_on == "sign":
+        passes = {key: group.sort_values("replicate")["passed"].to_numpy(float)
+                  for key, group in frame.groupby(["task", "arm"])}
+        none = np.zeros(0)
+        return {task: balanced_difference(passes.get((task, a), none),
+                                          passes.get((task, b), none)) for task in wanted}
     rates = frame.groupby(["task", "arm"])["passed"].mean()
     return {task: float(rates[(task, a)]) - float(rates[(task, b)])
             if (task, a) in rates.index and (task, b) in rates.index else None
@@ -165,7 +180,7 @@ def sequential_state(records: Sequence[AttemptRecord], plan: AnalysisPlan,
 
 
 def write_stop(run_dir: Path, reason: str, line: str, **details: object) -> Path:
-    """Record why the run stopped early (``efficacy``, ``futility``, ``budget_usd``,
+    """Record why the run stopped early (``efficacy``, ``harm``, ``futility``, ``budget_usd``,
     ``budget_attempts``) in ``run_dir/stopped.json``; returns its path."""
     path = run_dir / STOP_FILE
     tmp = path.with_suffix(".tmp")
@@ -185,7 +200,7 @@ def read_stop(run_dir: Path) -> dict[str, Any] | None:
     if not path.is_file():
         return None
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
+        data = json_loads(path.read_text(encoding="utf-8"))  # a key twice is refused
     except (OSError, ValueError) as exc:
         raise InputError(path, "<file>", f"unreadable: {exc}",
                          "delete it to analyse the run as unstopped") from exc

@@ -11,7 +11,8 @@ import hydra
 from omegaconf import DictConfig, OmegaConf
 
 from fire_exp.config import RunConfig, run_config_from_dict
-from fire_exp.errors import FireExpError
+from fire_exp.errors import FireExpError, InputError
+from fire_exp.files import load_yaml
 from fire_exp.paths import CONFIG_DIR
 
 
@@ -46,6 +47,13 @@ def hydra_main(prog: str, argv: list[str], body: Callable[[RunConfig], int]) -> 
             raise SystemExit(2) from None
         status["code"] = max(status["code"], code)
 
+    try:
+        check_before_compose(argv)
+    except FireExpError as exc:
+        from fire_exp.cli import error_line
+
+        print(error_line(prog, exc), file=sys.stderr)
+        raise SystemExit(2) from None
     saved = sys.argv
     sys.argv = [f"fire-exp {prog}", *argv]
     try:
@@ -62,6 +70,36 @@ def hydra_main(prog: str, argv: list[str], body: Callable[[RunConfig], int]) -> 
 
 
 _GROUPS = ("panel", "agent", "environment", "executor")
+
+
+def check_before_compose(argv: list[str]) -> None:
+    """What Hydra would refuse in eleven lines, or take in a meaning the user does not
+    see, refused here in one: a config file with a key written twice (checked before
+    Hydra composes it; its loader would refuse it with a traceback-like message), and a
+    group option that does not exist (``environment=nonexistent``, ``panel=Demo``), with
+    the option meant.
+
+    Raises:
+        InputError: naming the file and line, or the override and the options there are.
+    """
+    from fire_exp.analysis.plan import did_you_mean
+
+    for path in sorted([CONFIG_DIR / "config.yaml", *CONFIG_DIR.glob("*/*.yaml")]):
+        load_yaml(path, "keep one of the keys")
+    multirun = any(a in ("-m", "--multirun") for a in argv)
+    for arg in argv:
+        group, eq, value = arg.lstrip("+").partition("=")
+        folder = CONFIG_DIR / group
+        if not eq or "." in group or "/" in group or arg.startswith("~") \
+                or not folder.is_dir():
+            continue
+        options = sorted(p.stem for p in folder.glob("*.yaml"))
+        if not options:  # a folder of configs/ that is not a config group
+            continue
+        for option in value.split(",") if multirun else [value]:
+            if option not in options:
+                raise InputError(f"configs/{group}", arg, f"no {group} config {option!r}",
+                                 did_you_mean(option, options))
 
 
 def override_hint(argv: list[str]) -> str | None:

@@ -13,6 +13,7 @@ import json
 import sys
 from pathlib import Path
 
+from fire_exp.files import json_loads
 from fire_exp.policies.hooks import CLIS, HookBridge, bridge_error, load_arm_families, parse_payload
 
 
@@ -48,7 +49,7 @@ def main(argv: list[str]) -> int:
     state = Path(args.state)
     raw = sys.stdin.read()
     try:
-        call = parse_payload(args.event, json.loads(raw))
+        call = parse_payload(args.event, json_loads(raw))
     except (json.JSONDecodeError, ValueError) as exc:
         bridge_error(state, args.event, f"malformed hook input: {exc}; got {raw[:200]!r}")
         return 0

@@ -54,15 +54,35 @@ def preregister(panel: Panel, run_dir: Path) -> str:
 
 def check_records_so_far(run_dir: Path) -> None:
     """Refuse to resume a run whose attempts file holds records its manifest never
-    scheduled (a hand-edited or merged file): the analysis would refuse them only after
-    the last attempt. Checked as the analysis checks them (``analysis/conformance.py``)."""
+    scheduled (a hand-edited or merged file), or records of a run of another name (the
+    folder was renamed): the analysis would refuse them only after the last attempt.
+    Checked as the analysis checks them (``analysis/conformance.py``)."""
     path = run_dir / "attempts.jsonl"
     if path.is_file():
         from fire_exp.analysis.conformance import check_conformance
         from fire_exp.manifest import read_prereg
         from fire_exp.records import read_records
 
-        check_conformance(path, read_records(path), read_prereg(run_dir / "prereg.json"))
+        read = read_records(path)
+        other = next((r for r in read.finished if r.run != run_dir.name), None)
+        if other is not None:
+            raise InputError(path, "run", f"records of run {other.run!r} in the folder "
+                             f"{run_dir.name!r}: the folder was renamed or another run's "
+                             "file copied in", f"rename the folder back to {other.run!r}")
+        check_conformance(path, read, read_prereg(run_dir / "prereg.json"))
+
+
+def claim_new_folder(run_dir: Path) -> Path:
+    """A folder no other run holds: ``run_dir``, else ``run_dir-2``, ``-3`` … (two runs
+    started in the same second get new_run's one name), created here atomically."""
+    for n in range(1, 1000):
+        candidate = run_dir if n == 1 else run_dir.with_name(f"{run_dir.name}-{n}")
+        try:
+            candidate.mkdir(parents=True)
+        except FileExistsError:
+            continue
+        return candidate
+    raise InputError(run_dir, "run", "a thousand runs of this name exist", "give run=NAME")
 
 
 def resume_command(argv: list[str], run: str) -> str:
@@ -108,6 +128,16 @@ def _run(config: RunConfig, argv: list[str]) -> int:
     if config.resume is not None and not run_dir.is_dir():
         raise InputError(run_dir, "resume", f"no run {config.resume!r} of panel {panel.name!r}",
                          "check resume=, panel= and results_dir=")
+    if config.fresh:
+        run_dir = claim_new_folder(run_dir)
+    try:
+        return _run_in(panel, run_dir, config, argv)
+    finally:
+        if config.fresh and run_dir.is_dir() and not any(run_dir.iterdir()):
+            run_dir.rmdir()  # refused before anything was written: leave no empty folder
+
+
+def _run_in(panel: Panel, run_dir: Path, config: RunConfig, argv: list[str]) -> int:
     prepare_panel(panel)  # refuses before anything is recorded
     projection = _projection(panel, run_dir, config.cost_pilot)  # a bad pilot refuses here
     status = preregister(panel, run_dir)
@@ -123,7 +153,7 @@ def _run(config: RunConfig, argv: list[str]) -> int:
     except KeyboardInterrupt:
         print(f"\ninterrupted: finished attempts are in {run_dir / 'attempts.jsonl'}; "
               f"attempts in flight will run again. Resume with\n  "
-              f"{resume_command(argv, config.run)}", file=sys.stderr)
+              f"{resume_command(argv, run_dir.name)}", file=sys.stderr)
         return 130
     finally:
         signal.signal(signal.SIGTERM, saved)

@@ -27,6 +27,7 @@ from typing import Any
 from fire_exp.environments.failure import EnvironmentFailure
 from fire_exp.environments.host_lock import host_lock
 from fire_exp.errors import FireExpError
+from fire_exp.files import load_yaml
 from fire_exp.tasks.model import Task, task_digest
 
 BASE_IMAGE = "fire-exp/base:bookworm"
@@ -224,9 +225,7 @@ def build_context(task: Task) -> tuple[Path, str]:
     for name in ("docker-compose.yaml", "docker-compose.yml"):
         compose = env_dir / name
         if compose.is_file():
-            import yaml
-
-            main = ((yaml.safe_load(compose.read_text()) or {}).get("services") or {}).get("main")
+            main = ((load_yaml(compose) or {}).get("services") or {}).get("main")
             build = main.get("build") if isinstance(main, dict) else None
             if isinstance(build, str):
                 return (env_dir / build).resolve(), "Dockerfile"

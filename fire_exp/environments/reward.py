@@ -17,6 +17,7 @@ import math
 import re
 from pathlib import Path
 
+from fire_exp.files import DuplicateKeyError, json_loads
 from fire_exp.records import Cause
 
 REWARD_RANGE = (0.0, 1.0)
@@ -58,9 +59,10 @@ def _is_number(value: object) -> bool:
 
 def _from_json(text: str) -> _Parsed:
     try:
-        data = json.loads(text)
+        data = json_loads(text)
     except (ValueError, RecursionError) as exc:  # JSONDecodeError, too many digits, nesting
-        reason = exc.msg if isinstance(exc, json.JSONDecodeError) else "unreadable"
+        reason = (exc.msg if isinstance(exc, json.JSONDecodeError) else str(exc)
+                  if isinstance(exc, DuplicateKeyError) else "unreadable")
         return _failed(f"reward.json is not JSON ({reason}): it holds {_quote(text)}")
     if not isinstance(data, dict) or not data:
         return _failed(f"reward.json must be a JSON object of numbers such as "

@@ -27,14 +27,14 @@ from pathlib import Path
 from typing import Any
 
 from fire_exp.errors import InputError
-from fire_exp.files import load_json
+from fire_exp.files import control_character, load_json
 from fire_exp.importers import mapping as _mapping
 from fire_exp.importers.contract import Imported
 from fire_exp.importers.mapping import ArmFields, ArmMapping, field_value, with_order
 from fire_exp.records import AttemptRecord, Cause, Timings, Usage
 
 __all__ = ["FIELDS", "HarborImporter", "HarborTrial", "cause_for", "check_arm_from",
-           "import_harbor", "load_mapping", "read_trials"]
+           "import_harbor", "load_mapping", "read_trials", "trials_without_result"]
 
 FIELDS = ArmFields(("job", "trial", "agent", "model"), "result.json",
                    "config.agent.kwargs.harness or agent_result.metadata.harness", "job")
@@ -120,11 +120,26 @@ def read_trials(job_dirs: Sequence[Path]) -> list[HarborTrial]:
             raw = load_json(path, fix="a Harbor trial's result.json is JSON")
             if not isinstance(raw, dict) or "task_name" not in raw:
                 raise InputError(path, "task_name", "missing: not a Harbor trial result")
+            name = raw["task_name"]
+            problem = ("is not a non-empty string" if not isinstance(name, str) or not
+                       name.strip() else control_character(name))
+            if problem:
+                raise InputError(path, "task_name", f"{name!r} {problem}",
+                                 "fix the trial's result.json")
             trials.append(HarborTrial(path, job.name, raw))
     if not trials:
         raise InputError(", ".join(map(str, job_dirs)), "<folder>",
                          "no trial result.json found", "pass Harbor job folders (jobs/JOB)")
     return trials
+
+
+def trials_without_result(job_dirs: Sequence[Path]) -> list[Path]:
+    """The trial folders of the jobs that hold no ``result.json``: trials that ended (a
+    crash, a kill) without writing their result. Under the panel's rule each is an attempt
+    that ended, not one that never ran; its arm is unknown, so it is counted and reported,
+    never dropped without a word."""
+    return [trial for job in job_dirs if job.is_dir() for trial in sorted(job.iterdir())
+            if trial.is_dir() and not (trial / "result.json").is_file()]
 
 
 def _seconds(trial: HarborTrial, phase: str | None) -> float:
@@ -231,4 +246,8 @@ class HarborImporter:
              options: argparse.Namespace) -> Imported:
         """Every trial of the job folders (:func:`import_harbor`)."""
         records, skipped = import_harbor(sources, mapping, run)
-        return Imported(records, [str(p) for p in skipped])
+        unfinished = trials_without_result(sources)
+        notes = [f"{len(unfinished)} trial folder(s) hold no result.json, e.g. {unfinished[0]}: "
+                 "trials that ended without a result, not imported (their arm is unknown); "
+                 "the attempts above undercount the jobs by as many"] if unfinished else []
+        return Imported(records, [str(p) for p in skipped], notes)

@@ -20,10 +20,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from fire_exp.errors import InputError
-from fire_exp.files import read_text
+from fire_exp.files import parse_yaml, read_text
 from fire_exp.records import AttemptRecord
 
 __all__ = ["ArmFields", "ArmMapping", "check_arm_from", "field_value", "load_mapping",
@@ -118,14 +116,9 @@ def load_mapping(path: Path, fields: ArmFields) -> ArmMapping:
         InputError: missing file, bad YAML, or a field of the wrong shape.
     """
     try:
-        raw = yaml.safe_load(read_text(path)) or {}
+        raw = parse_yaml(read_text(path), path) or {}  # a key twice refused by line
     except FileNotFoundError:
         raise InputError(path, "<file>", "mapping file not found") from None
-    except yaml.YAMLError as exc:
-        raise InputError(path, "<yaml>", f"not valid YAML: {exc}") from exc
-    except (RecursionError, ValueError) as exc:  # nested too deeply; a 5,000-digit integer
-        raise InputError(path, "<yaml>", "nested too deeply, or an integer of thousands of "
-                         "digits") from exc
     if not isinstance(raw, dict):
         raise InputError(path, "<mapping>", "expected a mapping with arm_from, arms, cohorts")
     unknown = set(raw) - set(_KEYS)

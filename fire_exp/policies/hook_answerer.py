@@ -20,6 +20,7 @@ import json
 import threading
 from pathlib import Path
 
+from fire_exp.files import json_loads
 from fire_exp.policies.hook_store import append_activity
 from fire_exp.policies.hooks import (
     Cli,
@@ -70,7 +71,7 @@ class HookAnswerer:
         """The stdout of ``fire-exp hook EVENT`` for the payload ``raw`` ("" for none)."""
         text = raw.decode("utf-8", "replace")
         try:
-            call = parse_payload(event, json.loads(text))
+            call = parse_payload(event, json_loads(text))
         except (json.JSONDecodeError, ValueError) as exc:
             bridge_error(self.state_dir, event, f"malformed hook input: {exc}; got {text[:200]!r}")
             return ""

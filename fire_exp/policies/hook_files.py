@@ -21,7 +21,7 @@ import tomlkit
 from tomlkit.exceptions import TOMLKitError
 
 from fire_exp.errors import InputError
-from fire_exp.files import read_text
+from fire_exp.files import DuplicateKeyError, json_loads, parse_json, read_text
 from fire_exp.policies.hook_settings import CODEX_HOOKS_FEATURE  # the key, in one place
 
 MARK = "# added by fire-exp export-hooks"
@@ -78,10 +78,14 @@ def read_json(path: Path) -> dict[str, Any]:
     if not path.is_file():
         return {}
     try:
-        doc = json.loads(read_text(path) or "{}")
+        text = read_text(path) or "{}"
+        doc = json_loads(text)
     except json.JSONDecodeError as exc:
         raise InputError(path, f"line {exc.lineno}", f"not valid JSON ({exc.msg})",
                          _LEFT_ALONE) from None
+    except DuplicateKeyError as exc:  # the hooks the CLI would run are not the ones we see
+        parse_json(text, path, fix=_LEFT_ALONE)  # names the key and its line
+        raise InputError(path, "<json>", str(exc), _LEFT_ALONE) from None
     except (RecursionError, ValueError):  # nested too deeply; a 5,000-digit integer
         raise InputError(path, "<json>", "nested too deeply, or an integer of thousands of "
                          "digits", _LEFT_ALONE) from None
@@ -213,7 +217,14 @@ def write_with_backup(path: Path, text: str) -> tuple[bool, Path | None]:
     """Write ``text`` to ``path`` unless it already holds it; back the old file up first.
 
     Returns whether the file changed, and the backup's path (None: there was no file).
+
+    Raises:
+        InputError: ``path`` is a folder or another thing that is not a file; nothing is
+            written (no temporary file is left in the user's project either).
     """
+    if path.exists() and not path.is_file():
+        raise InputError(path, "<file>", "is a folder, not a file" if path.is_dir() else
+                         "is not a regular file", _LEFT_ALONE)
     old = path.read_text(encoding="utf-8") if path.is_file() else None
     if old == text:
         return False, None
@@ -224,6 +235,9 @@ def write_with_backup(path: Path, text: str) -> tuple[bool, Path | None]:
         shutil.copy2(path, backup)
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(path.name + ".fire-exp-tmp")
-    tmp.write_text(text, encoding="utf-8")
-    tmp.replace(path)
+    try:
+        tmp.write_text(text, encoding="utf-8")
+        tmp.replace(path)
+    finally:
+        tmp.unlink(missing_ok=True)  # written and moved, or failed: never left behind
     return True, backup

@@ -31,6 +31,7 @@ are written to the activity log, where the validity guard finds them.
 
 from __future__ import annotations
 
+import difflib
 import json
 import time
 from collections.abc import Sequence
@@ -135,7 +136,13 @@ class HookCall:
 
 
 def parse_payload(hook_event: str, payload: Any) -> HookCall:
-    """Read the fields the bridge uses. Raises ValueError on a payload it cannot read."""
+    """Read the fields the bridge uses. Raises ValueError on a payload it cannot read, and
+    on an event no CLI sends (``PreTooluse``: once logged as a normal allow)."""
+    if hook_event not in HOOK_EVENTS:
+        close = difflib.get_close_matches(hook_event, list(HOOK_EVENTS), n=1, cutoff=0.6)
+        raise ValueError(f"unknown hook event {hook_event!r}"
+                         + (f"; did you mean {close[0]!r}?" if close else
+                            f" (known: {', '.join(HOOK_EVENTS)})"))
     if not isinstance(payload, dict):
         raise ValueError("the hook input is not a JSON object")
     session_id = payload.get("session_id")

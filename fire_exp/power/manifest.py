@@ -10,6 +10,7 @@ from typing import Any
 import pandas as pd
 
 from fire_exp.errors import InputError
+from fire_exp.files import json_loads
 
 __all__ = ["power_record"]
 
@@ -24,7 +25,7 @@ def power_record(folder: Path | str, *, panel: str, plan_sha256: str) -> dict[st
     """
     folder = Path(folder)
     try:
-        meta = json.loads((folder / "power.json").read_text(encoding="utf-8"))
+        meta = json_loads((folder / "power.json").read_text(encoding="utf-8"))
         mde = pd.read_csv(folder / "mde.csv")
         table = (folder / "power.csv").read_bytes()
     except (OSError, ValueError) as exc:

@@ -21,8 +21,6 @@ import sys
 from collections.abc import Mapping
 from pathlib import Path
 
-import yaml
-
 from fire_exp import __version__
 from fire_exp.agents.base import BoxedAgent, preflight_agent
 from fire_exp.agents.simulated import load_script
@@ -33,6 +31,7 @@ from fire_exp.arms.place import arm_setup, check_fair
 from fire_exp.arms.spec import ArmSpec, resolve_agent_config
 from fire_exp.config import ComponentConfig, RunConfig, check_ranges
 from fire_exp.errors import InputError
+from fire_exp.files import load_yaml
 from fire_exp.policies.ablation import ablation_arms
 from fire_exp.policies.loader import load_portfolio
 from fire_exp.registry import REGISTRY
@@ -119,7 +118,7 @@ def _check_scripts(tasks: Mapping[str, Task]) -> None:
 
 def _agent_config_file(path: Path) -> ComponentConfig:
     """An agent config file read as Hydra would compose it alone (no interpolation)."""
-    data = yaml.safe_load(path.read_text(encoding="utf-8"))
+    data = load_yaml(path, "see configs/agent/*.yaml")
     if not isinstance(data, dict) or not isinstance(data.get("name"), str):
         raise InputError(path, "name", "not an agent config", "see configs/agent/*.yaml")
     params = {k: v for k, v in data.items() if k != "name"}

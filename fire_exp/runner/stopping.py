@@ -3,7 +3,7 @@
 A :class:`StopMonitor` watches a run's records as they are written. With a sequential
 analysis plan it evaluates the preregistered rule each time a task completes
 (:func:`fire_exp.analysis.sequential.sequential_state`, a pure function of the records, the
-plan and the frozen schedule): on efficacy or futility it empties the queue, so nothing
+plan and the frozen schedule): on efficacy, harm or futility it empties the queue, so nothing
 more starts and the attempts in flight finish and are recorded. With ``panel.budget_usd``
 or ``panel.budget_attempts`` it keeps the queue no longer than what the budget still
 allows, counting the attempts in flight as spent (at the dearest cost of a finished
@@ -35,6 +35,9 @@ from fire_exp.runner.model import Panel
 from fire_exp.runner.projection import pilot_cost, pilot_records
 
 __all__ = ["Stop", "StopMonitor"]
+
+# The rule's decisions that end the run: both sides of the two-sided test, and futility.
+_FINAL = ("efficacy", "harm", "futility")
 
 
 @dataclass(frozen=True)
@@ -111,12 +114,12 @@ class StopMonitor:
         cannot pay for (and lets it back when cheaper attempts leave room); the run ends
         stopped by its budget when attempts are still held back at the end (:meth:`close`).
         """
-        if self.stop is None or self.stop.reason not in ("efficacy", "futility"):
+        if self.stop is None or self.stop.reason not in _FINAL:
             stop = self._rule()
             if stop is not None:
                 self.stop = stop
                 write_stop(self.run_dir, stop.reason, stop.line, **stop.details)
-        if self.stop is not None and self.stop.reason in ("efficacy", "futility"):
+        if self.stop is not None and self.stop.reason in _FINAL:
             queue.clear()
             self._held.clear()
             return self.stop
@@ -127,7 +130,7 @@ class StopMonitor:
         """The run ended with ``owed`` attempts not run: a budget's stop is final now, with
         the final counts (none if the budget let every attempt run after all)."""
         stop = self.stop
-        if stop is None or stop.reason in ("efficacy", "futility"):
+        if stop is None or stop.reason in _FINAL:
             return stop
         if owed == 0:
             self.stop = None
@@ -144,7 +147,7 @@ class StopMonitor:
     def clear_stale(self) -> None:
         """A resumed run that goes on: an earlier stop record no longer holds (a budget's
         is written again at close)."""
-        if self.stop is None or self.stop.reason not in ("efficacy", "futility"):
+        if self.stop is None or self.stop.reason not in _FINAL:
             (self.run_dir / STOP_FILE).unlink(missing_ok=True)
 
     def _rule(self) -> Stop | None:

@@ -7,8 +7,10 @@ any bet λ_t in (−1, 1) fixed before d_t is seen,
 
     K_t = Π_{s ≤ t} (1 + λ_s d_s)
 
-is a nonnegative test martingale with K_0 = 1. An average of test martingales is one
-too. By Ville's inequality P(sup_t K_t ≥ 1/α) ≤ α: rejecting the first time the e-value
+is a nonnegative test martingale with K_0 = 1. It needs only E[d_t | past] = 0, which
+holds whenever both arms have the same pass probability on the task, however many scored
+attempts each arm has (each arm's pass rate is an unbiased mean). An average of test
+martingales is one too. By Ville's inequality P(sup_t K_t ≥ 1/α) ≤ α: rejecting the first time the e-value
 reaches 1/α keeps the type-I error at most α however often one looks and whenever one
 stops (Ramdas et al. 2023; Shafer 2021). Two betting schemes:
 
@@ -19,10 +21,20 @@ stops (Ramdas et al. 2023; Shafer 2021). Two betting schemes:
   λ_t = clip(±μ̂_{t−1} / v̂_{t−1}, 0, λ_max) with μ̂ the running mean and v̂ the running
   mean square of the differences (Waudby-Smith & Ramdas 2024, aGRAPA).
 
-``bet_on="sign"`` bets on sign(d_t) instead of d_t: under the sign-flip null the sign of a
-non-zero difference is a fair coin given the past, so the process stays a test martingale
-(the sequential analogue of the sign test). When tasks that move mostly move one way by
+``bet_on="sign"`` bets on sign(d_t) instead of d_t: the sign of a non-zero difference is a
+fair coin given the past only when the difference is symmetric about 0 under the null,
+which needs the same number of attempts in both arms (1 attempt against 2 on an easy task:
+P(d > 0) ≠ P(d < 0), and betting on signs rejected 7–11 % of null panels at α = 5 %).
+:func:`balanced_difference` therefore compares the first k attempts of each arm, k the
+smaller count, wherever the sign is bet on; so computed, the process stays a test
+martingale (the sequential analogue of the sign test). When tasks that move mostly move one way by
 varying amounts — few attempts per task, lattice differences — it reaches 1/α sooner.
+
+The test is two-sided, and says which way it stopped: each scheme is the average of a
+process betting that A is better and one betting that A is worse, and the decision is
+``efficacy`` when the first reached 1/α at the stop, ``harm`` when the second did (a panel
+whose every task favours B stops for harm, never for efficacy). Both decisions are
+rejections of the null at level α together.
 
 Zero differences leave the e-value unchanged, as they leave the sign-flip p unchanged.
 A futility rule (stop when the e-value has fallen to ``futility_below`` after at least
@@ -44,10 +56,12 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import ArrayLike
 
-__all__ = ["BETS_ON", "BETTING_METHODS", "SequentialResult", "e_process", "sequential_test"]
+__all__ = ["BETS_ON", "BETTING_METHODS", "DECISIONS", "SequentialResult",
+           "balanced_difference", "e_process", "sequential_test"]
 
 BETTING_METHODS = ("mixture", "agrapa")
 BETS_ON = ("difference", "sign")
+DECISIONS = ("efficacy", "harm", "futility", "continue")
 _PRIOR_SQUARE = 0.25  # aGRAPA's prior mean square, one pseudo-task's worth
 
 
@@ -56,8 +70,9 @@ class SequentialResult:
     """Result of ``sequential_test``.
 
     Attributes:
-        decision: ``efficacy`` (the e-value reached 1/α), ``futility`` (the preregistered
-            futility rule held first) or ``continue`` (neither, so far).
+        decision: ``efficacy`` (the e-value reached 1/α betting that A is better),
+            ``harm`` (it reached 1/α betting that A is worse), ``futility`` (the
+            preregistered futility rule held first) or ``continue`` (none, so far).
         stopped_at: the number of tasks at the decision (None for ``continue``).
         e_value: the e-value at the decision, else after the last task.
         max_e_value: the largest e-value seen (sequential p = min(1, 1/max_e_value)).
@@ -103,16 +118,43 @@ def _sequential_iv(diffs: ArrayLike, method: str, max_bet: float, grid_size: int
     return np.sign(d) if bet_on == "sign" else d
 
 
+def balanced_difference(a: ArrayLike, b: ArrayLike) -> float | None:
+    """The pass-rate difference A − B over the first k attempts of each arm (k the smaller
+    count, attempts in replicate order): symmetric about 0 under the null whatever the
+    attempts per arm, as betting on signs needs. None when an arm has no attempt.
+
+    >>> balanced_difference([1.0], [0.0, 1.0])
+    1.0
+    """
+    x, y = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
+    k = min(x.size, y.size)
+    return None if k == 0 else float(x[:k].mean() - y[:k].mean())
+
+
 def _mixture(d: np.ndarray, max_bet: float, grid_size: int) -> np.ndarray:
+    """The mixture's e-value: the mean wealth of all 2G constant bets, in log space."""
     bets = max_bet * np.arange(1, grid_size + 1) / grid_size
     bets = np.concatenate([bets, -bets])  # (2G,)
-    # log wealth of each constant bet, (..., 2G, n), summed in log space
     logs = np.cumsum(np.log1p(bets[:, None] * d[..., None, :]), axis=-1)
     top = logs.max(axis=-2, keepdims=True)
     return np.asarray(np.exp(top[..., 0, :]) * np.exp(logs - top).mean(axis=-2))
 
 
-def _agrapa(d: np.ndarray, max_bet: float) -> np.ndarray:
+def _mixture_sides(d: np.ndarray, max_bet: float, grid_size: int,
+                   ) -> tuple[np.ndarray, np.ndarray]:
+    """The mixture's two halves: the mean wealth of the G bets on d > 0 and on d < 0."""
+    bets = max_bet * np.arange(1, grid_size + 1) / grid_size
+
+    def side(sign: float) -> np.ndarray:
+        # log wealth of each constant bet, (..., G, n), averaged in log space
+        logs = np.cumsum(np.log1p(sign * bets[:, None] * d[..., None, :]), axis=-1)
+        top = logs.max(axis=-2, keepdims=True)
+        return np.asarray(np.exp(top[..., 0, :]) * np.exp(logs - top).mean(axis=-2))
+
+    return side(1.0), side(-1.0)
+
+
+def _agrapa_sides(d: np.ndarray, max_bet: float) -> tuple[np.ndarray, np.ndarray]:
     n = d.shape[-1]
     past = np.arange(n, dtype=float) + 1.0  # pseudo-task plus the t−1 tasks before t
     sums = np.cumsum(d, axis=-1) - d  # Σ_{s<t} d_s
@@ -123,7 +165,15 @@ def _agrapa(d: np.ndarray, max_bet: float) -> np.ndarray:
     down = np.clip(-mean / mean_square, 0.0, max_bet)
     wealth_up = np.exp(np.cumsum(np.log1p(up * d), axis=-1))
     wealth_down = np.exp(np.cumsum(np.log1p(-down * d), axis=-1))
-    return np.asarray((wealth_up + wealth_down) / 2.0)
+    return wealth_up, wealth_down
+
+
+def _sides(d: np.ndarray, method: str, max_bet: float, grid_size: int,
+           ) -> tuple[np.ndarray, np.ndarray]:
+    """The wealth of the process betting on A better and of the one betting on A worse."""
+    if method == "mixture":
+        return _mixture_sides(d, max_bet, grid_size)
+    return _agrapa_sides(d, max_bet)
 
 
 def e_process(diffs: ArrayLike, *, method: str = "mixture", max_bet: float = 0.9,
@@ -152,7 +202,10 @@ def e_process(diffs: ArrayLike, *, method: str = "mixture", max_bet: float = 0.9
     d = _sequential_iv(diffs, method, max_bet, grid_size, bet_on)
     if d.shape[-1] == 0:
         return d.copy()
-    return _mixture(d, max_bet, grid_size) if method == "mixture" else _agrapa(d, max_bet)
+    if method == "mixture":
+        return _mixture(d, max_bet, grid_size)
+    up, down = _agrapa_sides(d, max_bet)
+    return np.asarray((up + down) / 2.0)
 
 
 def sequential_test(diffs: ArrayLike, *, alpha: float = 0.05, method: str = "mixture",
@@ -184,6 +237,8 @@ def sequential_test(diffs: ArrayLike, *, alpha: float = 0.05, method: str = "mix
     >>> r = sequential_test([1.0] * 8 + [0.5] * 4, alpha=0.05)
     >>> r.decision, r.stopped_at, r.e_value >= 20
     ('efficacy', 8, True)
+    >>> sequential_test([-1.0] * 8).decision  # every task favours B
+    'harm'
     >>> sequential_test([0.5, -0.5, 0.0, 0.5, -0.5]).decision
     'continue'
     """
@@ -192,10 +247,12 @@ def sequential_test(diffs: ArrayLike, *, alpha: float = 0.05, method: str = "mix
     if futility_below is not None and not 0.0 <= futility_below < 1.0:
         raise ValueError(f"futility_below must lie in [0, 1), got {futility_below!r}")
     d = np.asarray(diffs, dtype=float)
-    _sequential_iv(d, method, max_bet, grid_size, bet_on)
     if d.ndim != 1:
         raise ValueError("diffs must be 1-d here (e_process takes several panels at once)")
+    bets = _sequential_iv(d, method, max_bet, grid_size, bet_on)
     path = e_process(d, method=method, max_bet=max_bet, grid_size=grid_size, bet_on=bet_on)
+    # which side carries the e-value: the process betting on A better, or on A worse
+    up, down = _sides(bets, method, max_bet, grid_size) if d.size else (d, d)
     threshold = 1.0 / alpha
     decision, stop = "continue", None
     tasks = np.arange(1, d.size + 1)
@@ -206,7 +263,9 @@ def sequential_test(diffs: ArrayLike, *, alpha: float = 0.05, method: str = "mix
     first_cross = int(crossed[0]) if crossed.size else None
     first_futile = int(futile[0]) if futile.size else None
     if first_cross is not None and (first_futile is None or first_cross <= first_futile):
-        decision, stop = "efficacy", first_cross + 1
+        # the side whose wealth carried the e-value over 1/α: A better, or A worse
+        harmful = down[first_cross] > up[first_cross]
+        decision, stop = ("harm" if harmful else "efficacy"), first_cross + 1
     elif first_futile is not None:
         decision, stop = "futility", first_futile + 1
     upto = stop if stop is not None else d.size

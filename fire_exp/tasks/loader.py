@@ -217,6 +217,10 @@ def load_task(path: Path | str) -> Task:
     if not instruction_path.is_file():
         raise InputError(path, "instruction.md", "missing", "write the agent's instruction there")
     instruction = strip_canary(read_text(instruction_path))
+    if "\x00" in instruction:  # a CLI argument cannot hold it; the agent would get less
+        line = instruction[:instruction.index("\x00")].count("\n") + 1
+        raise InputError(instruction_path, f"line {line}", "holds a NUL byte",
+                         "the instruction is text: remove it")
     if not instruction.strip():
         raise InputError(instruction_path, "<text>", "empty instruction")
     env: EnvironmentConfig = fields["environment"]

@@ -8,6 +8,7 @@ change to any file of the task changes it.
 from __future__ import annotations
 
 import hashlib
+import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -104,12 +105,27 @@ def task_files(path: Path) -> list[Path]:
     return sorted(files, key=lambda p: p.relative_to(path).as_posix())
 
 
+def task_links(path: Path) -> list[Path]:
+    """Every symbolic link of a task directory (to a file, a folder or nothing), sorted."""
+    links = [p for p in path.rglob("*")
+             if p.is_symlink() and not (_IGNORED_PARTS & set(p.relative_to(path).parts))]
+    return sorted(links, key=lambda p: p.relative_to(path).as_posix())
+
+
 def task_digest(path: Path) -> str:
-    """SHA-256 over each file's relative path, length and bytes, in sorted order."""
+    """SHA-256 over each file's relative path, length and bytes, in sorted order, then each
+    symbolic link's relative path and target (a link to a folder or to nothing has no
+    bytes to hash, yet the image copies it: one added after freezing must be noticed).
+    A task without links hashes as it did before links were hashed."""
     h = hashlib.sha256()
     for file in task_files(path):
         data = file.read_bytes()
         rel = file.relative_to(path).as_posix().encode()
         h.update(len(rel).to_bytes(4, "big") + rel + len(data).to_bytes(8, "big"))
         h.update(data)
+    for link in task_links(path):
+        rel = link.relative_to(path).as_posix().encode()
+        target = os.readlink(link).encode()
+        h.update(b"\0link" + len(rel).to_bytes(4, "big") + rel
+                 + len(target).to_bytes(4, "big") + target)
     return h.hexdigest()

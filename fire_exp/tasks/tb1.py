@@ -24,10 +24,8 @@ import shutil
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from fire_exp.errors import InputError
-from fire_exp.files import read_text
+from fire_exp.files import load_yaml, parse_yaml, read_text
 from fire_exp.tasks.model import task_digest
 
 TB1_FILE = "task.yaml"
@@ -57,13 +55,7 @@ def is_tb1_dir(path: Path) -> bool:
 def read_task_yaml(path: Path) -> dict[str, Any]:
     """Parse and check ``task.yaml``; raises InputError naming the field."""
     file = path / TB1_FILE
-    try:
-        data = yaml.safe_load(read_text(file))
-    except yaml.YAMLError as exc:
-        raise InputError(file, "<yaml>", f"malformed YAML: {exc}", "fix the syntax") from exc
-    except (RecursionError, ValueError) as exc:  # nested too deeply; a 5,000-digit integer
-        raise InputError(file, "<yaml>", "nested too deeply, or an integer of thousands of "
-                         "digits", "fix the value") from exc
+    data = parse_yaml(read_text(file), file, "fix the file")
     if not isinstance(data, dict):
         raise InputError(file, "<yaml>", "expected a mapping at the top level")
     instruction = data.get("instruction")
@@ -123,7 +115,7 @@ def _solution_script(src: Path) -> str | None:
     if (src / "solution.sh").is_file():
         return (src / "solution.sh").read_text(encoding="utf-8")
     if (src / "solution.yaml").is_file():
-        steps = yaml.safe_load((src / "solution.yaml").read_text(encoding="utf-8")) or []
+        steps = load_yaml(src / "solution.yaml") or []
         commands = [s["command"] if isinstance(s, dict) else str(s) for s in steps]
         return "#!/bin/bash\nset -e\n" + "\n".join(commands) + "\n"
     return None

@@ -113,7 +113,8 @@ def test_the_script_gives_each_tier_its_own_rate(tmp_path: Path) -> None:
     ("steps: [{run: 'true'}]\nfailure_modes: {x: {rate: {weak: 2, mid: 0, strong: 0}}}",
      "failure_modes.x.rate.weak"),
     ("steps: [{run: 'true'}]\nfailure_modes: {x: {rate: {weak: 0.1}}}", "failure_modes.x.rate"),
-    ("steps: [ {run: 'true'", "<yaml>"),
+    ("steps: [ {run: 'true'", "line 2"),
+    ("steps: [{run: 'true'}]\nsteps: [{run: 'false'}]", "line 2"),  # a key twice
 ])
 def test_bad_scripts_name_the_file_and_field(tmp_path: Path, text: str, field: str) -> None:
     path = tmp_path / "simulated.yaml"

@@ -56,6 +56,9 @@ def test_the_untouched_run_is_analysed(run: Path) -> None:
     (lambda r: r.update(panel="fire-mini"), "panel", "is not the run's panel 'demo'"),
     (lambda r: r.update(attempt_id=r["attempt_id"] + "#1"), "attempt_id",
      "no record declares it"),
+    # another seed, or a task edited after freezing: not the attempt preregistered
+    (lambda r: r.update(seed=r["seed"] + 1), "seed", "is not the seed"),
+    (lambda r: r.update(task_digest="0" * 64), "task_digest", "is not the digest"),
 ])
 def test_a_record_the_schedule_never_held_is_refused_by_line(
         run: Path, edit: Callable[[dict[str, Any]], None], field: str, says: str) -> None:

@@ -54,7 +54,7 @@ def test_jsonl_replacement_chain_and_invalid(tmp_path):
         make_record("t1", "real", 0, passed=True, n=1),           # first fair: kept
         make_record("t1", "real", 0, passed=False, n=2),          # later fair: superseded
         make_record("t2", "real", 0, passed=False, cause=Cause.ENVIRONMENT_FAILED, n=0),
-        make_record("t2", "real", 0, passed=True, cause=Cause.HARNESS_FAILED, n=1),
+        make_record("t2", "real", 0, passed=False, cause=Cause.HARNESS_FAILED, n=1),
         make_record("t3", "real", 0, passed=True, valid=False),
     ])
     loaded = load_attempts(tmp_path)  # a run folder

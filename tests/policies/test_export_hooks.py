@@ -109,6 +109,19 @@ def test_a_settings_file_that_is_not_json_is_refused_and_left_alone(tmp_path: Pa
     assert path.read_text() == '{"permissions": {\n  "allow": [}\n'
 
 
+@pytest.mark.parametrize("cli", ["claude-code", "codex"])
+def test_a_settings_path_that_is_a_folder_is_refused_leaving_nothing(tmp_path: Path,
+                                                                     cli: str) -> None:
+    """Refused, it once left its temporary file in the user's project."""
+    path = tmp_path / TARGETS[cli]
+    path.mkdir(parents=True)
+    before = sorted(p.relative_to(tmp_path) for p in tmp_path.rglob("*"))
+    proc = export(cli, tmp_path)
+    assert proc.returncode == 2 and "is a folder, not a file" in proc.stderr, proc.stderr
+    assert "Traceback" not in proc.stderr
+    assert sorted(p.relative_to(tmp_path) for p in tmp_path.rglob("*")) == before
+
+
 @pytest.mark.parametrize(("before", "features"), [
     ("", {"hooks": True}),
     ("[features]\nhooks = false\n", {"hooks": True}),

@@ -369,3 +369,21 @@ def test_export_for_a_control_arm_and_for_the_baseline(tmp_path: Path) -> None:
     proc = export("codex", tmp_path / "b", "baseline")
     assert proc.returncode == 2 and "no policies" in proc.stderr
     assert not (tmp_path / "b" / TARGETS["codex"]).exists()
+
+
+def test_a_misspelt_event_is_logged_as_such_not_as_an_allow(tmp_path: Path) -> None:
+    """``PreTooluse`` was logged as a normal allow: the hook setup was wrong unseen."""
+    state = tmp_path / "state"
+    code, answer, _ = hook("PreTooluse", payload("claude-code", "PreToolUse"), state)
+    assert (code, answer) == (0, None)
+    [line] = activity(state)
+    assert line["kind"] == "error" and line["decision"] == "error"
+    assert "unknown hook event 'PreTooluse'; did you mean 'PreToolUse'?" in line["reason"]
+
+
+def test_a_payload_with_a_key_twice_is_malformed(tmp_path: Path) -> None:
+    state = tmp_path / "state"
+    text = '{"session_id": "s1", "session_id": "s2", "hook_event_name": "Stop"}'
+    assert hook("Stop", text, state)[:2] == (0, None)
+    [line] = activity(state)
+    assert "key 'session_id' appears twice" in line["reason"]

@@ -43,7 +43,7 @@ def panel_records(n_tasks: int = 6, arms: tuple[str, ...] = ("real", "sham", "ba
 def write_prereg(folder: Path, records: list[AttemptRecord]) -> Path:
     """A minimal prereg.json whose schedule holds one slot per record."""
     schedule = [{"position": i, "task": r.task, "cohort": r.cohort, "arm": r.arm,
-                 "replicate": r.replicate, "order": 0, "seed": 0}
+                 "replicate": r.replicate, "order": 0, "seed": r.seed}
                 for i, r in enumerate(records)]
     manifest = {"format": "fire-exp-prereg/1", "panel": "p", "frozen_at": "2026-01-01",
                 "harness_version": "0.1.0", "seed": 0, "n_attempts": len(schedule),

@@ -235,7 +235,7 @@ class _ScoringExecutor:
             item = job.item
             on_done(job, AttemptRecord(
                 run=job.run, panel=panel.name, attempt_id=job.attempt_id, task=item.task,
-                task_digest="d", cohort=item.cohort, arm=item.arm, replicate=item.replicate,
+                task_digest=panel.tasks[item.task].digest, cohort=item.cohort, arm=item.arm, replicate=item.replicate,
                 order=item.order, seed=item.seed, agent="a", environment="e",
                 reward=float(item.arm == "real"), passed=item.arm == "real"))
 

@@ -8,7 +8,13 @@ import itertools
 import numpy as np
 import pytest
 
-from fire_exp.stats.sequential import BETS_ON, BETTING_METHODS, e_process, sequential_test
+from fire_exp.stats.sequential import (
+    BETS_ON,
+    BETTING_METHODS,
+    balanced_difference,
+    e_process,
+    sequential_test,
+)
 
 N_PANELS = 10_000
 ALPHA = 0.05
@@ -79,8 +85,48 @@ def test_the_decision_depends_only_on_the_differences_and_their_order() -> None:
     assert first.e_value >= 20 > first.e_values[first.stopped_at - 2]
 
 
-def test_a_negative_effect_is_detected_too() -> None:
-    assert sequential_test([-1.0] * 12).decision == "efficacy"
+@pytest.mark.parametrize("method, bet_on", [(m, b) for m in BETTING_METHODS for b in BETS_ON])
+def test_a_harmful_effect_stops_for_harm_never_for_efficacy(method: str, bet_on: str) -> None:
+    """Every task favouring B once stopped with "efficacy" (e = 22.65 at task 7): the
+    decision now names the side that reached 1/alpha, at the same task and e-value."""
+    harm = sequential_test([-1.0] * 8, method=method, bet_on=bet_on)
+    good = sequential_test([1.0] * 8, method=method, bet_on=bet_on)
+    assert (harm.decision, good.decision) == ("harm", "efficacy")
+    assert harm.stopped_at == good.stopped_at and harm.e_value == pytest.approx(good.e_value)
+    mixed = sequential_test([-1.0, 0.5] * 3 + [-1.0] * 16, method=method, bet_on=bet_on)
+    assert mixed.decision == "harm" and mixed.mean_difference < 0
+
+
+def _unbalanced_null(rng: np.random.Generator, n_panels: int, n_tasks: int,
+                     ) -> tuple[np.ndarray, np.ndarray]:
+    """Null panels of easy tasks where arm A has 1 scored attempt and B has 2 (an invalid
+    record of A dropped and not replaced): the raw pass-rate difference A − B, and the
+    balanced one (A's attempt against B's first), both arms at the same rate."""
+    p = rng.uniform(0.8, 0.95, size=(n_panels, n_tasks))
+    a = (rng.random((n_panels, n_tasks)) < p).astype(float)
+    b = (rng.random((n_panels, n_tasks, 2)) < p[..., None]).astype(float)
+    raw = a - b.mean(axis=-1)
+    balanced = np.array([[balanced_difference([x], list(y)) for x, y in zip(ra, rb, strict=True)]
+                         for ra, rb in zip(a[:2], b[:2], strict=True)])  # the function, on a sample
+    np.testing.assert_array_equal(balanced, a[:2] - b[:2, :, 0])
+    return raw, a - b[..., 0]
+
+
+def _rejects(diffs: np.ndarray, method: str, bet_on: str) -> float:
+    paths = e_process(diffs, method=method, bet_on=bet_on)
+    return float((paths.max(axis=-1) >= 1 / ALPHA).mean())
+
+
+@pytest.mark.parametrize("method", BETTING_METHODS)
+def test_type_one_error_holds_with_unbalanced_attempts(method: str) -> None:
+    """1 attempt against 2 on 150 easy tasks, 1,500 null panels (seeded): betting on the
+    raw signs rejects far above alpha (P(d > 0) != P(d < 0) under the null), which is why
+    the sign is bet on the balanced difference; betting on differences needs no balance."""
+    raw, balanced = _unbalanced_null(np.random.default_rng(37), 1500, 150)
+    bound = ALPHA + 3 * np.sqrt(ALPHA * (1 - ALPHA) / 1500)
+    assert _rejects(raw, method, "sign") > bound  # the defect the balance removes
+    assert _rejects(balanced, method, "sign") <= bound
+    assert _rejects(raw, method, "difference") <= bound
 
 
 def test_futility_stops_only_after_its_minimum_tasks() -> None:

@@ -74,7 +74,8 @@ def test_default_run_tests_is_pytest(tmp_path: Path) -> None:
 @pytest.mark.parametrize(("yaml_text", "field"), [
     ("author_name: x\n", "instruction"),
     ("instruction: do it\nmax_agent_timeout_sec: soon\n", "max_agent_timeout_sec"),
-    ("instruction: [unclosed\n", "<yaml>"),
+    ("instruction: [unclosed\n", "line 2"),
+    ("instruction: do it\ninstruction: undo it\n", "line 2"),  # a key twice
 ])
 def test_broken_task_yaml_is_named(tmp_path: Path, yaml_text: str, field: str) -> None:
     src = Path(shutil.copytree(TB1, tmp_path / "broken"))
