@@ -7,17 +7,14 @@ arm's policies through the shim and relay. One box, one short scripted conversat
 command the arm denies, an ``apply_patch`` edit, the task's solution, the end (the Stop
 instruction's delivery is ``test_real_codex.py``'s, on this machine).
 
-How the box reaches the server: the task is a copy of ``recover-wal-orders`` with public
-network (the default bridge), and the server listens on the host's address on that bridge.
-A no-network task reaches a plain-``http://`` endpoint only once the egress proxy forwards
-absolute-URI requests (issue 33, reachability); until then this is the way that works.
+How the box reaches the server: as a user runs it. The bundled task has no network; the
+server listens on the host's loopback, and the box reaches exactly that endpoint through the
+egress proxy's forward listener (docs/docker.md, "How the model is reached").
 """
 
 from __future__ import annotations
 
-import ipaddress
 import json
-import shutil
 from pathlib import Path
 from typing import Any
 
@@ -55,23 +52,6 @@ def engine(docker_client: Any) -> Any:
     return docker_client
 
 
-def bridge_gateway(engine: Any) -> str:
-    """The host's address on Docker's default bridge (its gateway, else the subnet's first)."""
-    config = engine.networks.get("bridge").attrs["IPAM"]["Config"][0]
-    return str(config.get("Gateway") or next(ipaddress.ip_network(config["Subnet"]).hosts()))
-
-
-def public_copy(tmp_path: Path) -> Path:
-    """recover-wal-orders with public network, so the box routes to the host's bridge."""
-    task = tmp_path / "tasks" / "recover-wal-orders"
-    shutil.copytree(SUITES_DIR / "fire-mini" / "recover-wal-orders", task)
-    toml = task / "task.toml"
-    text = toml.read_text().replace('network_mode = "no-network"', 'network_mode = "public"')
-    assert 'network_mode = "public"' in text
-    toml.write_text(text)
-    return task
-
-
 def attempt(tmp_path: Path, task: Path, agent: CodexAgent) -> AttemptRecord:
     loaded = load_task(task)
     real, controls = load_portfolio("fire-core"), load_portfolio("controls")
@@ -87,14 +67,13 @@ def test_the_real_codex_in_the_box_is_denied_edits_stops_and_is_read_back(
         engine: Any, tmp_path: Path) -> None:
     if wheel_binary("codex") is None:
         missing("the Codex CLI wheel (pip install 'fire-exp[codex]')")
-    bridge = bridge_gateway(engine)
     solve = (SUITES_DIR / "fire-mini/recover-wal-orders/solution/solve.sh").read_text()
     script = [[exec_command(DENIED, "call_deny")], [apply_patch(NOTE)],
               [exec_command(solve, "call_solve")], [message("Done.")]]
-    with ResponsesServer(script, host=bridge) as server:
-        agent = CodexAgent(model=MODEL, base_url=server.url(bridge), args=ARGS)
+    with ResponsesServer(script) as server:
+        agent = CodexAgent(model=MODEL, base_url=server.url(), args=ARGS)
         assert agent.install.spec.host_binary == wheel_binary("codex")  # mounted, no image
-        record = attempt(tmp_path, public_copy(tmp_path), agent)
+        record = attempt(tmp_path, SUITES_DIR / "fire-mini" / "recover-wal-orders", agent)
     assert record.passed and record.cause is None, record.error
     assert record.valid, record.invalid_reason  # transcript and hook calls agree, by id
     assert "apply_patch" in [t.get("name") for t in server.requests[0]["tools"]]
