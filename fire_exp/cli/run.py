@@ -128,13 +128,34 @@ def _run(config: RunConfig, argv: list[str]) -> int:
     if config.resume is not None and not run_dir.is_dir():
         raise InputError(run_dir, "resume", f"no run {config.resume!r} of panel {panel.name!r}",
                          "check resume=, panel= and results_dir=")
+    made = _first_missing(run_dir)  # the folders this run creates, from the top one
     if config.fresh:
         run_dir = claim_new_folder(run_dir)
     try:
         return _run_in(panel, run_dir, config, argv)
     finally:
-        if config.fresh and run_dir.is_dir() and not any(run_dir.iterdir()):
-            run_dir.rmdir()  # refused before anything was written: leave no empty folder
+        if config.fresh:
+            _remove_if_empty(run_dir, made)  # refused before anything was written
+
+
+def _first_missing(path: Path) -> Path | None:
+    """The outermost folder of ``path`` that does not exist yet (None: it all exists)."""
+    missing = None
+    for folder in (path, *path.parents):
+        if folder.exists():
+            break
+        missing = folder
+    return missing
+
+
+def _remove_if_empty(run_dir: Path, made: Path | None) -> None:
+    """Leave no empty folder: the run folder, then the parents the run created up to
+    ``made``, each only while empty."""
+    stop = made.parent if made is not None else run_dir.parent
+    folder = run_dir
+    while folder != stop and folder.is_dir() and not any(folder.iterdir()):
+        folder.rmdir()
+        folder = folder.parent
 
 
 def _run_in(panel: Panel, run_dir: Path, config: RunConfig, argv: list[str]) -> int:

@@ -183,7 +183,7 @@ def test_parsers_skip_noise_and_report_failures() -> None:
 # --- preflight (issue 11, point 2: the agent side) ----------------------------------------
 
 def test_preflight_reads_the_cli_version() -> None:
-    agent = CodexAgent(binary=str(FAKE))
+    agent = CodexAgent(binary=str(FAKE), model="m", prices={"m": {"input": 1.0, "output": 1.0}})
     agent.preflight()
     assert agent.version.startswith("fake-cli")
 
@@ -213,7 +213,8 @@ def test_with_no_binary_setting_the_agent_finds_the_installed_wheels_cli(
     if found is None:
         missing(f"the {package} wheel (pip install 'fire-exp[{agent_class.name}]')")
     monkeypatch.setenv("PATH", str(tmp_path))  # nothing on PATH: the wheel alone
-    agent = agent_class()
+    monkeypatch.setenv("CODEX_HOME", str(tmp_path))  # no user config: the model priced here
+    agent = agent_class(model="m", prices={"m": {"input": 1.0, "output": 1.0}})
     assert agent.binary == found and f"/{package}/" in found
     assert agent.install.spec.host_binary == found  # and Docker mounts that same file
     agent.preflight()
@@ -265,3 +266,22 @@ def test_the_binary_frozen_is_the_one_the_boxes_run(tmp_path: Path) -> None:
     assert local.binary_identity("docker") is None  # the image's `binary` runs there
     mounted = CodexAgent(binary="codex", install={"host_binary": str(FAKE)})
     assert mounted.binary_identity("docker") == found
+
+
+def test_codex_on_its_vendor_with_an_unpriced_model_is_refused_before_the_panel(
+        monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """Codex reports tokens, not cost: on the vendor's endpoint a model without a price would
+    record a cost of 0 for billed tokens, so preflight refuses it, naming the setting; a
+    priced model, or a model served at ``base_url`` (a local one, 0 by right), passes."""
+    from fire_exp.errors import PreflightError
+
+    monkeypatch.setenv("CODEX_HOME", str(tmp_path))  # no config.toml: no default model
+    with pytest.raises(PreflightError, match=r"model gpt-5\.5 on the vendor's endpoint has no "
+                       r"price in agent\.prices") as refused:
+        CodexAgent(binary=str(FAKE), model="gpt-5.5").preflight("docker")
+    assert "'+agent.prices.gpt-5.5={input:1.25," in refused.value.how_to_fix
+    with pytest.raises(PreflightError, match=r"model \(the CLI default\)"):
+        CodexAgent(binary=str(FAKE)).preflight("docker")
+    priced = {"gpt-5.5": {"input": 1.25, "output": 10.0}}
+    CodexAgent(binary=str(FAKE), model="gpt-5.5", prices=priced).preflight("docker")
+    assert ClaudeCodeAgent(binary=str(FAKE)).dialect.reports_cost  # its own cost, on its vendor

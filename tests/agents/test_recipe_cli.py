@@ -32,6 +32,7 @@ class ToyCli:
     checked_version = "1.0"
     default_binary = "toy-cli"
     install_hint = "it ships with fire-exp's tests"
+    reports_cost = False  # priced from the agent's prices
     reports_denied_calls = True  # its output has a {"denied": CMD} line
     default_key_env = "TOY_API_KEY"
 

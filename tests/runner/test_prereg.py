@@ -250,7 +250,8 @@ def test_a_changed_cli_binary_is_refused_by_name(tmp_path: Path) -> None:
     binary.parent.mkdir()
     shutil.copy(REPO / "tests/agents/fake_cli.py", binary)
     binary.chmod(0o755)
-    agent = ["agent=codex", f"agent.binary={binary}"]
+    agent = ["agent=codex", f"agent.binary={binary}", "agent.model=m1",
+             "+agent.prices.m1={input:1.0,output:1.0}"]
     proc = _freeze_demo(tmp_path, *agent)
     assert proc.returncode == 0, proc.stderr
     frozen = json.loads((tmp_path / "demo.prereg.json").read_text())["hashes"]

@@ -232,12 +232,17 @@ class CodingCliAgent:
             PreflightError: the executable is missing or broken (the message says how to
                 install it, point ``agent.binary`` at it, or run it in the container), or
                 the model endpoint does not answer (the message names the URL and the
-                error).
+                error), or a CLI that reports no cost talks to its vendor with a model
+                that has no price.
         """
         self._check_dialect_endpoint()  # a configuration error first, with no request
         self.check_endpoint()
-        if environment != "local":
-            return
+        if environment == "local":
+            self._check_local_binary()
+        self._check_priced()
+
+    def _check_local_binary(self) -> None:
+        """The CLI on this machine's PATH answers ``--version`` (PreflightError if not)."""
         install = (f"install it ({self.dialect.install_hint}), point agent.binary at it "
                    f"(e.g. `fire-exp run agent={self.name} agent.binary=/path/to/"
                    f"{self.dialect.default_binary}`), or run it in the task's container "
@@ -257,6 +262,23 @@ class CodingCliAgent:
             raise PreflightError(f"agent={self.name}: `{found} --version` exited "
                                  f"{proc.returncode}: {detail}", install)
         self.version = (proc.stdout.strip().splitlines() or [""])[0]
+
+    def _check_priced(self) -> None:
+        """A CLI that reports no cost, on its vendor's endpoint, needs the price of its model:
+        without one every attempt would record a cost of 0 for tokens that were billed.
+        (Against ``base_url`` an unpriced model is a local one, and costs 0.)"""
+        if self.dialect.reports_cost or not self._vendor_endpoint():
+            return
+        model = self.model or self.dialect.default_model()
+        if model is not None and model in self.prices:
+            return
+        name = model or "MODEL"
+        raise PreflightError(
+            f"agent={self.name}: model {model or '(the CLI default)'} on the vendor's endpoint "
+            "has no price in agent.prices, so every attempt's cost would read 0",
+            f"name it and price it, e.g. agent.model={name} "
+            f"'+agent.prices.{name}={{input:1.25,cached_input:0.125,output:10.0}}' (USD per 1M "
+            "tokens), or point agent.base_url at the model you serve")
 
     def check_endpoint(self) -> None:
         """``agent.base_url`` answers the CLI's probe, with the key the CLI gets (nothing

@@ -59,6 +59,7 @@ class ClaudeCode:
     checked_version = "2.1"
     default_binary = "claude"
     install_hint = "pip install 'fire-exp[claude-code]'"
+    reports_cost = True
     reports_denied_calls = True
     default_key_env = "ANTHROPIC_API_KEY"
 

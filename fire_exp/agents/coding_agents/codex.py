@@ -88,6 +88,7 @@ class Codex:
     checked_version = "0.163"
     default_binary = "codex"
     install_hint = "pip install 'fire-exp[codex]'"
+    reports_cost = False
     reports_denied_calls = False
     default_key_env = "OPENAI_API_KEY"
 

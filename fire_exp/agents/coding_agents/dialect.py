@@ -120,6 +120,8 @@ class CliDialect(Protocol):
         checked_version: the CLI version every value of the dialect was checked against.
         default_binary: the executable's usual name.
         install_hint: how a user installs it (shown when it is missing).
+        reports_cost: whether its output says what a run cost (Claude Code's
+            ``total_cost_usd``); one that does not is priced from the agent's ``prices``.
         reports_denied_calls: whether its output shows a tool call a PreToolUse hook denied
             (Claude Code's does, as an error result; Codex's need not).
         default_key_env: the variable its endpoint key is read from unless
@@ -132,6 +134,7 @@ class CliDialect(Protocol):
     checked_version: str
     default_binary: str
     install_hint: str
+    reports_cost: bool
     reports_denied_calls: bool
     default_key_env: str
 
