@@ -290,7 +290,8 @@ class DockerEnvironment(Environment):
         """The session host records the command's output in root's ``CAPTURE_DIR`` until
         the command exits; what the agent's processes did to it is in ``sabotage``."""
         req = self._exec_request(f"exec {command} < /dev/null", timeout, env)
-        req["capture"] = CAPTURE_DIR
+        # The CLI out of its own commands' reach (session_host: ``shield``).
+        req |= {"capture": CAPTURE_DIR, "shield": True}
         reply = self._session_request(req, timeout + _REPLY_MARGIN)
         files = {"stdout": b"", "stderr": b""}  # none: the host could not start the command
         for name, made in (reply.get("capture") or {}).items():
