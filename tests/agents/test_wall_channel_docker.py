@@ -254,7 +254,9 @@ def test_a_whole_attempt_whose_agent_rewrites_the_shim(docker_client: Any, typed
     # saw nothing wrong; reconciling the transcript with those events did.
     assert record.cause is None and report["requests"] == 2 and report["tamper"] == []
     assert not record.valid
-    assert record.invalid_reason == f"tool call with no hook event: `{DENIED}`"
+    # The rewritten shim answered the final Stop too: the host never heard it.
+    assert record.invalid_reason == f"tool call with no hook event: `{DENIED}`; stop with " \
+        "no hook event: the CLI finished with no Stop hook call after its last tool call"
 
 
 def test_a_whole_attempt_whose_agent_kills_the_relay(docker_client: Any, typed: Any,
