@@ -13,9 +13,9 @@ from pathlib import Path
 import pytest
 
 from fire_exp.environments.archives import tar_directory, tar_file
-from fire_exp.environments.fetch import extract_stream
 from fire_exp.environments.base import EnvironmentFailure
 from fire_exp.environments.docker_channel import ExecChannel
+from fire_exp.environments.fetch import extract_stream
 
 
 def frame(stream: int, data: bytes) -> bytes:
