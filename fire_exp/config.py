@@ -123,7 +123,7 @@ def _names(data: dict[str, Any], key: str, where: str) -> tuple[str, ...]:
 
 # Parameters that count things and must be at least 1; durations (``*_s``, ``*_sec``,
 # ``*timeout*``) and these others must be at least 0. Checked before anything is written.
-_AT_LEAST_ONE = frozenset({"workers", "max_steps", "max_tokens", "pids_limit",
+_AT_LEAST_ONE = frozenset({"workers", "max_steps", "max_tokens", "pids_limit", "fetch_cap_mb",
                            "cpus_per_attempt", "attempts"})
 _AT_LEAST_ZERO = frozenset({"retries", "temperature", "max_replacements"})
 # Ceilings: a value above one is far more likely a typo (an extra zero, ``inf``) than an

@@ -180,6 +180,10 @@ class AttemptRecord(_Model):
     finished_at: str = ""
     log_dir: str = ""  # relative to the run folder
     node: str | None = None  # the Ray node that ran it (executor=ray on a cluster), by name
+    # What bringing the box's files home left out or changed, one line each: unsafe
+    # members (links out of the folder, FIFOs, devices), what passed the fetch cap, names
+    # the redaction renamed. The agent's own doing: the attempt stays as it ended.
+    withheld: list[str] = Field(default_factory=list)
 
     @property
     def fair(self) -> bool:

@@ -10,7 +10,6 @@ import io
 import tarfile
 import time
 from pathlib import Path
-from typing import Any
 
 
 def tar_directory(src: Path, dest: str, executable_suffixes: tuple[str, ...] = (".sh",)
@@ -57,14 +56,6 @@ def tar_file(data: bytes, dest: str, mode: int = 0o644) -> bytes:
         info.size, info.mode, info.mtime = len(data), mode, int(time.time())
         tar.addfile(info, io.BytesIO(data))
     return buf.getvalue()
-
-
-def extract_archive(chunks: Any, dest: Path) -> None:
-    """Extract what ``container.get_archive`` streamed into ``dest`` (safe members only)."""
-    buf = io.BytesIO(b"".join(chunks))
-    dest.mkdir(parents=True, exist_ok=True)
-    with tarfile.open(fileobj=buf, mode="r") as tar:
-        tar.extractall(dest, filter="data")
 
 
 def tar_path(src: Path) -> bytes:

@@ -42,9 +42,10 @@ from fire_exp.attempt_paths import (
     AttemptPaths,
     in_box,
 )
-from fire_exp.environments.archives import extract_archive, single_file, tar_directory, tar_file
+from fire_exp.environments.archives import single_file, tar_directory, tar_file
 from fire_exp.environments.failure import AgentCausedFailure as AgentCausedFailure
 from fire_exp.environments.failure import EnvironmentFailure as EnvironmentFailure
+from fire_exp.environments.fetch import extract_stream
 from fire_exp.environments.redaction import Redactor
 from fire_exp.environments.reward import read_reward_dir
 from fire_exp.records import Cause
@@ -136,6 +137,9 @@ class Capability(StrEnum):
     AGENT_USER = "agent_user"  # run_agent_as: the agent's session runs as an unprivileged user
 
 
+DEFAULT_FETCH_CAP_MB = 256
+
+
 class Environment(ABC):
     """One attempt's box. Use as a context manager: ``with env: ...`` starts and stops it.
 
@@ -158,6 +162,11 @@ class Environment(ABC):
         self.cancelled = threading.Event()
         # The one redactor of the attempt's logs (a CLI adds its key to it).
         self.redactor = Redactor()
+        # The most bytes of the box's files the attempt brings home (fetch.py; a backend
+        # sets it from its configuration), and what fetching them left out: the record's
+        # ``withheld``.
+        self.fetch_cap: int = DEFAULT_FETCH_CAP_MB << 20
+        self.withheld: list[str] = []
 
     # the core every backend implements -------------------------------------------------
 
@@ -230,8 +239,10 @@ class Environment(ABC):
             raise EnvironmentFailure(f"{src} is not a file in the box") from exc
 
     def download(self, src: str, dest: Path) -> None:
-        """Copy the box file or folder ``src`` into the host folder ``dest``."""
-        extract_archive([self.get_archive(src)], dest)
+        """Copy the box file or folder ``src`` into the host folder ``dest`` (its safe
+        members, at most :attr:`fetch_cap` bytes; what was left out joins :attr:`withheld`)."""
+        fetched = extract_stream([self.get_archive(src)], dest, cap=self.fetch_cap)
+        self.withheld += fetched.withheld
 
     def remove(self, path: str) -> None:
         """Remove a box file or folder (what fire-exp put there and must not leave)."""

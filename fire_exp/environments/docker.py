@@ -39,8 +39,9 @@ from typing import Any
 from fire_exp.attempt_paths import AGENT_LOGS, TERMINAL_LOG, VERIFIER_LOGS, in_box
 from fire_exp.environments import session_host
 from fire_exp.environments.agent_install import AgentInstall
-from fire_exp.environments.archives import extract_archive, tar_file
+from fire_exp.environments.archives import tar_file
 from fire_exp.environments.base import (
+    DEFAULT_FETCH_CAP_MB,
     BoxPaths,
     Capability,
     CapturedExec,
@@ -59,7 +60,7 @@ from fire_exp.environments.docker_panel import (
     reap_orphans,
     task_image,
 )
-from fire_exp.environments.docker_run import run_streamed
+from fire_exp.environments.docker_run import archive_stream, run_streamed
 from fire_exp.environments.docker_session import (
     AGENT_DIR,
     AGENT_HOME,
@@ -72,6 +73,7 @@ from fire_exp.environments.docker_session import (
 )
 from fire_exp.environments.egress import EgressProxy, ensure_egress_network, gateway_of
 from fire_exp.environments.egress_firewall import confine_to_proxy
+from fire_exp.environments.fetch import extract_stream, read_single
 from fire_exp.environments.images import BASE_IMAGE, LABEL, owner_labels, slug
 from fire_exp.errors import PreflightError
 from fire_exp.tasks.model import Task
@@ -90,6 +92,9 @@ class DockerEnvironment(Environment):
         bootstrap_base: build ``fire-exp/base:bookworm`` on first use when it is missing.
         public_network: the Docker network of tasks whose network mode is ``public``.
         pids_limit: the most processes the container may hold (a fork bomb stops there).
+        fetch_cap_mb: the most MB of the box's files one attempt brings home (the CLI's
+            output and ``/logs``; the verifier's folder, fetched first, has a cap of its own
+            the same size); past it the rest is dropped and named (``fetch.py``).
         keep_container: leave the container for inspection (debugging only).
     """
 
@@ -101,12 +106,15 @@ class DockerEnvironment(Environment):
     def __init__(self, task: Task, attempt_dir: Path, attempt_id: str, *,
                  base_image: str = BASE_IMAGE, bootstrap_base: bool = True,
                  public_network: str = "bridge", pids_limit: int = 4096,
+                 fetch_cap_mb: int = DEFAULT_FETCH_CAP_MB,
                  keep_container: bool = False) -> None:
         super().__init__(task, attempt_dir, attempt_id)
         self.base_image = base_image
         self.bootstrap_base = bootstrap_base
         self.public_network = public_network
         self.pids_limit = pids_limit
+        self.fetch_cap = fetch_cap_mb << 20
+        self._fetched = 0  # bytes of the box's files brought home so far
         self.keep_container = keep_container
         self.marker = f"{slug(attempt_id, 80)}.{secrets.token_hex(4)}"
         self.image: str | None = None
@@ -282,7 +290,8 @@ class DockerEnvironment(Environment):
         """The session host records the command's output in root's ``CAPTURE_DIR`` until
         the command exits; what the agent's processes did to it is in ``sabotage``."""
         req = self._exec_request(f"exec {command} < /dev/null", timeout, env)
-        req["capture"] = CAPTURE_DIR
+        # The CLI out of its own commands' reach (session_host: ``shield``).
+        req |= {"capture": CAPTURE_DIR, "shield": True}
         reply = self._session_request(req, timeout + _REPLY_MARGIN)
         files = {"stdout": b"", "stderr": b""}  # none: the host could not start the command
         for name, made in (reply.get("capture") or {}).items():
@@ -364,10 +373,43 @@ class DockerEnvironment(Environment):
                             environment=self.box_env() | dict(env or {}), stream=stream,
                             cancelled=self.cancelled, name=f"run-{self.attempt_id}")
 
+    def read_file(self, src: str) -> bytes:
+        """The box file ``src`` as a stream, at most what is left of the fetch cap (the
+        rest dropped and named in :attr:`withheld`)."""
+        import docker.errors
+
+        try:
+            with archive_stream(self._client.api, self._running(), src) as chunks:
+                got = read_single(chunks, max(0, self.fetch_cap - self._fetched))
+        except docker.errors.NotFound as exc:
+            raise EnvironmentFailure(f"{src} does not exist in the container") from exc
+        if got is None:
+            raise EnvironmentFailure(f"{src} is not a file in the box")
+        data, size = got
+        self._fetched += len(data)
+        if size > len(data):
+            self.withheld.append(f"{src}: {size - len(data)} of its {size} bytes, past the "
+                                 f"fetch cap of {self.fetch_cap} bytes")
+        return data
+
     def collect_logs(self) -> None:
-        """Copy the container's ``/logs`` into ``ATTEMPT/logs``."""
-        bits, _ = self._running().get_archive(LOGS)
-        extract_archive(bits, self.attempt_dir)
+        """Copy the container's ``/logs`` into ``ATTEMPT/logs`` as streams (``fetch.py``):
+        the verifier's folder first, so nothing the agent left crowds out the reward, then
+        the rest within what is left of the fetch cap."""
+        import docker.errors
+
+        api, container = self._client.api, self._running()
+        try:
+            with archive_stream(api, container, in_box(LOGS, VERIFIER_LOGS)) as chunks:
+                verifier = extract_stream(chunks, self.files.logs, cap=self.fetch_cap)
+            self.withheld += verifier.withheld
+        except docker.errors.NotFound:
+            pass  # no verifier ran
+        with archive_stream(api, container, LOGS) as chunks:
+            fetched = extract_stream(chunks, self.attempt_dir, skip=VERIFIER_LOGS,
+                                     cap=max(0, self.fetch_cap - self._fetched))
+        self._fetched += fetched.kept
+        self.withheld += fetched.withheld
         self._logs_copied = True
         self.redactor.tree(self.files.logs)
 

@@ -3,10 +3,12 @@
 
 from __future__ import annotations
 
+import contextlib
 import secrets
 import shlex
 import threading
 import time
+from collections.abc import Iterator
 from typing import Any
 
 from fire_exp.environments.base import ExecResult, Stream
@@ -57,3 +59,18 @@ def run_streamed(api: Any, container: Any, command: str, *, timeout: float, work
     return ExecResult(exit_code=code, stdout=out.decode("utf-8", "replace"),
                       stderr=err.decode("utf-8", "replace"), timed_out=timed_out,
                       duration_s=time.monotonic() - start)
+
+
+@contextlib.contextmanager
+def archive_stream(api: Any, container: Any, src: str) -> Iterator[Iterator[bytes]]:
+    """The tar of the container's ``src`` as the engine streams it, in 1 MB chunks; the
+    response is closed on leaving, read to its end or not (``fetch.py`` stops at its cap:
+    the engine's copy of the rest is cut off, never read). Raises docker's NotFound."""
+    response = api._get(api._url("/containers/{0}/archive", container.id),  # noqa: SLF001
+                        params={"path": src}, stream=True,
+                        headers={"Accept-Encoding": "identity"})
+    try:
+        api._raise_for_status(response)  # noqa: SLF001
+        yield response.iter_content(1 << 20, False)
+    finally:
+        response.close()

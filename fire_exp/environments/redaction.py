@@ -17,7 +17,8 @@ character or two to the mask's alignment: those carry at most 10 bits of the sec
 Each attempt has one :class:`Redactor` (``Environment.redactor``), applied wherever the
 attempt's logs are written: to command output, to what a box hands back, to a CLI's output
 and, at the end, to every file of the attempt's folder (:func:`redact_tree`: binary-safe,
-each file rewritten atomically) and to its record. It knows the harness's secrets and the
+each file rewritten atomically; names and link targets too, each change named in the
+record's ``withheld``) and to its record. It knows the harness's secrets and the
 values handed to the attempt (a CLI's passed-through key).
 
 What remains: a secret the agent transformed otherwise (reversed, split, encrypted, another
@@ -33,13 +34,14 @@ import base64
 import functools
 import os
 import re
+import secrets as _secrets
 import tempfile
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 from urllib.parse import quote, quote_plus
 
-__all__ = ["MASK", "Redactor", "redact_bytes", "redact_text", "redact_tree", "secret_forms",
-           "secret_values"]
+__all__ = ["MASK", "Redactor", "redact_bytes", "redact_names", "redact_text", "redact_tree",
+           "secret_forms", "secret_values"]
 
 MASK = "***"
 _SECRET_NAME = re.compile(r"KEY|TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIAL", re.IGNORECASE)
@@ -150,9 +152,12 @@ def _rewrite(path: Path, data: bytes) -> None:
         raise
 
 
-def redact_tree(folder: Path, secrets: Iterable[str] | None = None) -> list[Path]:
+def redact_tree(folder: Path, secrets: Iterable[str] | None = None,
+                renamed: list[tuple[Path, str]] | None = None) -> list[Path]:
     """Rewrite every file under ``folder`` that holds a secret (or an encoding of one), in
-    place and atomically; returns the files rewritten. Symbolic links are not followed."""
+    place and atomically, then every name and link target that holds one
+    (:func:`redact_names`, noted in ``renamed``); returns the files rewritten. Symbolic
+    links are not followed."""
     keys = list(secret_values() if secrets is None else secrets)
     changed: list[Path] = []
     if not keys or not folder.is_dir():
@@ -168,7 +173,52 @@ def redact_tree(folder: Path, secrets: Iterable[str] | None = None) -> list[Path
                 changed.append(path)
         except OSError:  # a file that vanished or cannot be read is no record of ours
             continue
+    notes = redact_names(folder, keys)
+    if renamed is not None:
+        renamed += notes
     return changed
+
+
+def redact_names(folder: Path, secrets: Iterable[str]) -> list[tuple[Path, str]]:
+    """Rename every file, folder and link under ``folder`` whose name holds a secret (the
+    secret becomes ``***``; a name taken gets a ``.N`` suffix) and re-point every symbolic
+    link whose target holds one; returns each changed path (as it is now) and what
+    changed. Deepest first, so a renamed folder's contents were already handled."""
+    keys = list(secrets)
+    notes: list[tuple[Path, str]] = []
+    for root, dirs, files in os.walk(folder, topdown=False):
+        for name in dirs + files:
+            path = Path(root) / name
+            try:
+                if path.is_symlink():
+                    target = os.readlink(path)
+                    clean = redact_text(target, keys)
+                    if clean != target:
+                        _relink(path, clean)
+                        notes.append((path, "link target redacted: it held a secret"))
+                clean = redact_text(name, keys)
+                if clean != name:
+                    new = _free(path.with_name(clean))
+                    os.rename(path, new)
+                    notes.append((new, "renamed: its name held a secret"))
+            except OSError:  # vanished: nothing of it is left to redact
+                continue
+    return notes
+
+
+def _relink(path: Path, target: str) -> None:
+    """Point the symbolic link ``path`` at ``target`` atomically."""
+    tmp = path.with_name(f".{_secrets.token_hex(6)}.relink")
+    os.symlink(target, tmp)
+    os.replace(tmp, path)
+
+
+def _free(path: Path) -> Path:
+    """``path``, or ``path.N`` for the first N not taken."""
+    n, candidate = 1, path
+    while os.path.lexists(candidate):
+        candidate, n = path.with_name(f"{path.name}.{n}"), n + 1
+    return candidate
 
 
 class Redactor:
@@ -183,6 +233,8 @@ class Redactor:
 
     def __init__(self) -> None:
         self._extra: set[str] = set()
+        # Every name renamed and link re-pointed so far (the record's ``withheld``).
+        self.renamed: list[tuple[Path, str]] = []
 
     def add(self, values: Iterable[str]) -> None:
         """Redact ``values`` too (those too short to be secrets are ignored)."""
@@ -197,5 +249,6 @@ class Redactor:
         return redact_text(text, self.secrets())
 
     def tree(self, folder: Path) -> list[Path]:
-        """Rewrite every file under ``folder`` that holds a secret; returns those files."""
-        return redact_tree(folder, self.secrets())
+        """Rewrite every file under ``folder`` that holds a secret, rename every name that
+        holds one (noted in :attr:`renamed`); returns the files rewritten."""
+        return redact_tree(folder, self.secrets(), self.renamed)

@@ -15,7 +15,15 @@ Requests::
 
 ``user`` runs the command as that box user (the host itself stays root, out of the
 agent's reach: an unprivileged agent can neither signal it nor read its files); ``home``
-is that user's ``HOME``. ``capture`` records the command's stdout and stderr into
+is that user's ``HOME``. ``"shield": true`` (a coding-agent CLI) runs it with the user's
+group as its real group and :data:`CLI_GID` as its effective and saved one, through
+``bash -p`` (which keeps them) into the CLI's ``exec``: an exec with effective and real
+groups apart makes the CLI non-dumpable, so the commands it starts (their shells drop the
+effective group: same user, same groups, none of the CLI's) can neither ``ptrace`` it nor
+read or write its memory or ``environ`` through ``/proc`` (the kernel's
+``ptrace_may_access`` refuses both the credentials' mismatch and the non-dumpable
+process). They may still signal it: a killed CLI ends its run early, which the record
+names. ``capture`` records the command's stdout and stderr into
 ``DIR/stdout`` and ``DIR/stderr`` — files of the host's own user (0600 in a 0700 folder)
 written from pipes the host reads — until the command's process exits. Whoever else still
 holds those pipes then (a process that took the CLI's output through ``/proc``) is named
@@ -59,6 +67,8 @@ CHUNK = 65536
 # The users agent commands ran as: every process of theirs is the attempt's.
 AGENT_UIDS: set[int] = set()
 MAX_CAPTURE = 1 << 20  # per command and stream; the rest goes to the terminal log only
+# The effective group of a shielded command (a CLI): no user or file of the box has it.
+CLI_GID = 64999
 # Containers may carry an older python3 (process_group= is new in 3.11).
 _OWN_GROUP: dict[str, Any] = ({"process_group": 0} if sys.version_info >= (3, 11)
                               else {"preexec_fn": os.setpgrp})
@@ -344,7 +354,8 @@ class Capture:
 
 
 def _as_user(req: dict[str, Any], env: dict[str, str]) -> dict[str, Any]:
-    """Popen arguments that run the child as ``req["user"]`` (none: as this process)."""
+    """Popen arguments that run the child as ``req["user"]`` (none: as this process),
+    shielded (``req["shield"]``: its effective group :data:`CLI_GID`) if asked."""
     name = req.get("user")
     if not name:
         return {}
@@ -357,7 +368,20 @@ def _as_user(req: dict[str, Any], env: dict[str, str]) -> dict[str, Any]:
     env.update(HOME=req.get("home") or entry.pw_dir, USER=name, LOGNAME=name)
     if entry.pw_uid != 0:
         AGENT_UIDS.add(entry.pw_uid)
+    if req.get("shield"):
+        return {"preexec_fn": _shield(entry.pw_uid, entry.pw_gid)}
     return {"user": entry.pw_uid, "group": entry.pw_gid, "extra_groups": []}
+
+
+def _shield(uid: int, gid: int) -> Any:
+    """The child's switch to ``uid`` with real group ``gid`` and effective group
+    :data:`CLI_GID` (see the module docstring); its own process group too."""
+    def switch() -> None:
+        os.setpgrp()
+        os.setgroups([])
+        os.setresgid(gid, CLI_GID, CLI_GID)
+        os.setresuid(uid, uid, uid)
+    return switch
 
 
 def run_command(term: Terminal, marker: str, req: dict[str, Any]) -> dict[str, Any]:
@@ -376,10 +400,12 @@ def run_command(term: Terminal, marker: str, req: dict[str, Any]) -> dict[str, A
     start = time.monotonic()
     # Its own process group inside the session, as a shell with job control does, so a
     # timeout can interrupt the command and its foreground children.
+    shell = ["bash", "-p", "-c"] if "preexec_fn" in user else ["bash", "-c"]
+    group = {} if "preexec_fn" in user else _OWN_GROUP  # a shield makes its own group
     try:
-        proc = subprocess.Popen(["bash", "-c", req["command"]], stdin=subprocess.DEVNULL,
+        proc = subprocess.Popen([*shell, req["command"]], stdin=subprocess.DEVNULL,
                                 stdout=out_w, stderr=err_w, cwd=req.get("cwd") or None,
-                                env=env, **_OWN_GROUP, **user)
+                                env=env, **group, **user)
     finally:
         os.close(out_w)
         os.close(err_w)

@@ -117,6 +117,7 @@ class HookLine:
         decision: the answer's kind (``allow``, ``instruct``, ``deny``).
         reason: the answer's text, or why the call was refused.
         tool_use_id: the CLI's id of the tool call (None: the payload has none).
+        stop_hook_active: a Stop the CLI fired while going on because of a Stop block.
     """
 
     kind: str
@@ -128,6 +129,7 @@ class HookLine:
     decision: str = "allow"
     reason: str = ""
     tool_use_id: str | None = None
+    stop_hook_active: bool = False
 
 
 def _hook_line(entry: dict[str, Any]) -> HookLine:
@@ -141,7 +143,8 @@ def _hook_line(entry: dict[str, Any]) -> HookLine:
                     command=text("command") or "",
                     paths=tuple(str(p) for p in paths) if isinstance(paths, list) else (),
                     decision=text("decision") or "allow", reason=text("reason") or "",
-                    tool_use_id=text("toolUseId"))
+                    tool_use_id=text("toolUseId"),
+                    stop_hook_active=entry.get("stopHookActive") is True)
 
 
 @dataclass(frozen=True)

@@ -215,6 +215,8 @@ class HookBridge:
                        "step": event.step if event else 0, "seq": state.events,
                        "command": call.command[:500] or None,
                        "paths": list(call.paths) or None, "toolUseId": call.tool_use_id}
+        if call.hook_event == "Stop":  # the CLI's witness that it went on (coding_agents/stops)
+            line["stopHookActive"] = call.stop_hook_active
         append_activity(self.state_dir, [*(base | e for e in entries), line])
         return answer
 

@@ -236,7 +236,15 @@ def run_attempt(spec: AttemptSpec, env: Environment, agent: Agent, arm_families:
         timings=Timings(environment_s=round(t_env, 3), agent_s=round(t_agent, 3),
                         verifier_s=round(t_ver, 3), total_s=round(time.monotonic() - t0, 3)),
         usage=usage, config_hash=spec.config_hash, versions=versions or {},
-        started_at=started_at, finished_at=now_iso(), log_dir=""))
+        started_at=started_at, finished_at=now_iso(), log_dir="",
+        withheld=env.withheld + _renamed(env)))
+
+
+def _renamed(env: Environment) -> list[str]:
+    """What the redaction renamed under the attempt's folder, one line each."""
+    root = env.files.root
+    return [f"{path.relative_to(root) if path.is_relative_to(root) else path}: {what}"
+            for path, what in env.redactor.renamed]
 
 
 def _redacted(redactor: Redactor, record: AttemptRecord) -> AttemptRecord:

@@ -122,7 +122,9 @@ def test_hooks_that_never_ran_are_reported(monkeypatch, run_task: RunFn) -> None
     assert record.error == "hooks never ran: no PreToolUse hook event in a policy arm"
     assert not record.valid
     assert record.invalid_reason == ("policy runtime saw no events; "
-                                     "tool call with no hook event: `true`")
+                                     "tool call with no hook event: `true`; stop with no "
+                                     "hook event: the CLI finished with no Stop hook call "
+                                     "after its last tool call")
 
 
 def test_a_cli_that_fails_before_acting_is_a_provider_failure(monkeypatch,

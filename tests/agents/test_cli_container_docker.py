@@ -162,9 +162,11 @@ def test_a_shim_rewritten_to_exit_0_leaves_a_tool_call_no_hook_saw(
     assert (agent_logs(tmp_path) / "denied-ran.txt").stat().st_size > 0  # the wall fell
     assert record.events > 0  # the prompt and the first call reached the host
     assert not record.valid
-    assert record.invalid_reason == f"tool call with no hook event: `{DENIED}`"
+    # The rewritten shim answered the final Stop too: the host never heard it.
+    assert record.invalid_reason == f"tool call with no hook event: `{DENIED}`; stop with " \
+        "no hook event: the CLI finished with no Stop hook call after its last tool call"
     summary = json.loads((agent_logs(tmp_path) / "hook-summary.json").read_text())
-    assert summary["tamper"] == [record.invalid_reason]
+    assert "; ".join(summary["tamper"]) == record.invalid_reason
 
 
 def test_a_post_tool_use_forged_through_the_shim_is_a_hook_event_with_no_tool_call(

@@ -102,7 +102,7 @@ def test_the_spool_is_roots_and_a_shim_of_any_user_gets_its_answer(wall: Wall,
                     f"{SPOOL}/inbox {SPOOL}/answers {SPOOL}/work {SPOOL}/requests")
     assert modes.stdout.split("\n")[:-1] == [
         "/opt/fire-exp root 755", "/opt/fire-exp/bin root 755", f"{SHIM} root 755",
-        f"{SPOOL} root 755", f"{SPOOL}/inbox root 1733", f"{SPOOL}/answers root 755",
+        f"{SPOOL} root 755", f"{SPOOL}/inbox root 1733", f"{SPOOL}/answers root 711",
         f"{SPOOL}/work root 700", f"{SPOOL}/requests root 622"]
     answered = wall.hook(user=user)
     assert answered.exit_code == 0 and json.loads(answered.stdout) == json.loads(DENY)
@@ -118,6 +118,7 @@ def test_an_unprivileged_agent_can_neither_rewrite_the_shim_nor_forge_answers(wa
         "replace the shim": f"mv /tmp/x {SHIM}; touch /opt/fire-exp/bin/x",
         "forge an answer": f"printf '' > {SPOOL}/answers/1-1.out",
         "list the inbox": f"ls {SPOOL}/inbox",
+        "list the answers": f"ls {SPOOL}/answers",
         "stop the relay": f"kill -STOP {wall.relay}",
         "write the relay's stdout": f"echo REQ > /proc/{wall.relay}/fd/1",
         "write the relay's stdin": f"echo ANS > /proc/{wall.relay}/fd/0",
@@ -141,6 +142,51 @@ def test_a_symlink_dropped_in_the_inbox_is_refused(wall: Wall) -> None:
     assert len(wall.asked) == 1 and b"root:" not in wall.asked[0][1]
     assert report["refused"]["odd_file"] == 1
     assert "1 symlink(s) or special file(s) in the hook inbox" in report["tamper"]
+
+
+def test_garbage_and_stray_done_lines_on_the_fifo_are_tamper_and_lose_no_request(
+        wall: Wall) -> None:
+    tried = wall.sh(f"printf 'not a request\\n' > {SPOOL}/requests; "
+                    f"printf 'done 1-1\\n' > {SPOOL}/requests; printf xx > {SPOOL}/requests",
+                    NOBODY)
+    assert tried.exit_code == 0, tried.stderr
+    assert json.loads(wall.hook(user=NOBODY).stdout) == json.loads(DENY)  # served
+    report = wall.close()
+    assert report["refused"]["fifo_garbage"] == 2 and report["refused"]["stray_done"] == 1
+    assert any("FIFO it could not parse" in r for r in report["tamper"])
+    assert any("for answers it did not deliver" in r for r in report["tamper"])
+
+
+# As the agent with no process left to fork (python3 forks sleepers until the box's pids
+# limit refuses, then becomes the shim): the shim's shell fails, and must say 1, never 2.
+_STARVE = """
+import os, sys, time
+fd = os.open("/tmp/payload", os.O_RDONLY); os.dup2(fd, 0)
+while True:
+    try:
+        pid = os.fork()
+    except OSError:
+        break
+    if pid == 0:
+        time.sleep(4); os._exit(0)
+os.execv(sys.argv[1], [sys.argv[1], "Stop"])
+"""
+
+
+def test_a_shim_starved_of_pids_fails_open_never_blocking(docker_client: Any,
+                                                          tmp_path: Path) -> None:
+    box = DockerEnvironment(bundled_task("csv-column-stats"), tmp_path / "a", "h36-pids",
+                            pids_limit=48)
+    with box:
+        opened = Wall(box)
+        try:
+            box.write_file("/tmp/payload", b"{}", 0o644)
+            box.write_file("/tmp/starve.py", _STARVE.encode(), 0o644)
+            starved = opened.sh(f"{NOBODY} python3 /tmp/starve.py {SHIM}; echo rc=$?; "
+                                "sleep 5")
+        finally:
+            opened.hooks.close()
+    assert "rc=1" in starved.stdout, (starved.stdout, starved.stderr)
 
 
 def test_root_can_rewrite_the_shim_and_the_channel_reports_what_it_saw(wall: Wall) -> None:
@@ -208,7 +254,9 @@ def test_a_whole_attempt_whose_agent_rewrites_the_shim(docker_client: Any, typed
     # saw nothing wrong; reconciling the transcript with those events did.
     assert record.cause is None and report["requests"] == 2 and report["tamper"] == []
     assert not record.valid
-    assert record.invalid_reason == f"tool call with no hook event: `{DENIED}`"
+    # The rewritten shim answered the final Stop too: the host never heard it.
+    assert record.invalid_reason == f"tool call with no hook event: `{DENIED}`; stop with " \
+        "no hook event: the CLI finished with no Stop hook call after its last tool call"
 
 
 def test_a_whole_attempt_whose_agent_kills_the_relay(docker_client: Any, typed: Any,

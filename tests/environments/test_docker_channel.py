@@ -12,9 +12,10 @@ from pathlib import Path
 
 import pytest
 
-from fire_exp.environments.archives import extract_archive, tar_directory, tar_file
+from fire_exp.environments.archives import tar_directory, tar_file
 from fire_exp.environments.base import EnvironmentFailure
 from fire_exp.environments.docker_channel import ExecChannel
+from fire_exp.environments.fetch import extract_stream
 
 
 def frame(stream: int, data: bytes) -> bytes:
@@ -89,7 +90,7 @@ def test_tar_directory_lands_under_dest_with_executable_scripts(tmp_path: Path) 
     assert members["opt/t/test.sh"].uid == 0
 
 
-def test_extract_archive_round_trip(tmp_path: Path) -> None:
+def test_extract_stream_round_trip(tmp_path: Path) -> None:
     data = tar_file(b"1\n", "/logs/verifier/reward.txt")
-    extract_archive([data[:100], data[100:]], tmp_path)
+    assert extract_stream([data[:100], data[100:]], tmp_path, cap=10).withheld == []
     assert (tmp_path / "logs" / "verifier" / "reward.txt").read_text() == "1\n"

@@ -115,7 +115,8 @@ def test_a_clean_channel_answers_and_reports_no_tamper(channel: Channel) -> None
     report = channel.close()
     assert channel.asked == [("PreToolUse", b'{"n": 1}')]
     assert (report["requests"], report["answered"], report["tamper"]) == (1, 1, [])
-    assert report["refused"] == {"bad_token": 0, "malformed": 0, "oversize": 0, "odd_file": 0}
+    assert report["refused"] == {"bad_token": 0, "malformed": 0, "oversize": 0, "odd_file": 0,
+                                 "fifo_garbage": 0, "stray_done": 0}
     assert report["relay_lost"] is False
     assert not list((channel.spool / "answers").iterdir())  # the relay removed the answer
 
@@ -154,6 +155,53 @@ def test_symlinks_and_fifos_in_the_inbox_are_refused(channel: Channel, tmp_path:
     assert report["refused"]["odd_file"] == 3
     assert "3 symlink(s) or special file(s) in the hook inbox" in report["tamper"]
     assert secret.read_text() == "root's file\n"
+
+
+def test_garbage_on_the_fifo_is_tamper_and_loses_no_request(channel: Channel) -> None:
+    fifo = os.open(channel.spool / "requests", os.O_WRONLY)
+    try:
+        os.write(fifo, b"not a request\n")
+        os.write(fifo, b"xx")  # no newline: the shim's line merges with it
+        done = channel.shim("PreToolUse", b'{"n": 2}')  # served all the same
+    finally:
+        os.close(fifo)
+    assert done.returncode == 0 and done.stdout == b'{"decision": "block"}'
+    report = channel.close()
+    assert channel.asked == [("PreToolUse", b'{"n": 2}')]
+    assert report["refused"]["fifo_garbage"] >= 2
+    assert any("line(s) on the hook relay's FIFO it could not parse" in r
+               for r in report["tamper"])
+
+
+def test_answers_are_keyed_a_done_for_another_answer_is_tamper(channel: Channel) -> None:
+    # The old trick: "done ID" for every request id, to remove answers before their shim
+    # reads them. The relay wants the shim's key, which only the shim knows.
+    stop = threading.Event()
+
+    def starve() -> None:
+        while not stop.is_set():
+            with contextlib.suppress(OSError):
+                for line in subprocess.run(["pgrep", "-af", "printf"], capture_output=True,
+                                           text=True).stdout.splitlines():
+                    for word in line.split():
+                        if "-" in word and word.replace("-", "").isdigit():
+                            channel.submit(f"done {word}")
+                channel.submit("done 1-1 " + "0" * 32)
+            time.sleep(0.01)
+
+    thief = threading.Thread(target=starve, daemon=True)
+    thief.start()
+    try:
+        results = [channel.shim("Stop", b"{}") for _ in range(3)]
+    finally:
+        stop.set()
+        thief.join(10)
+    assert [(r.returncode, r.stdout) for r in results] == [(0, b'{"decision": "block"}')] * 3
+    assert not list((channel.spool / "answers").iterdir())  # each shim's done removed its own
+    report = channel.close()
+    assert report["refused"]["stray_done"] >= 1
+    assert any("'done' line(s) on the hook relay's FIFO for answers it did not deliver" in r
+               for r in report["tamper"])
 
 
 def test_a_payload_over_the_limit_goes_up_as_its_size_and_is_answered_empty(

@@ -1,5 +1,12 @@
 """A real Ray cluster on loopback for tests: a head and worker nodes (one by default).
 
+Ray 2.60 binds its servers to the machine's own address whatever ``--node-ip-address``
+says (it rewrites ``127.0.0.1`` to the host's address), so a test cluster would be open to
+the network for the length of the test. Every cluster here requires Ray's token
+authentication instead (:func:`token_env`: ``RAY_AUTH_MODE=token`` with a random
+``RAY_AUTH_TOKEN``, given to the nodes and to the driver that joins them), which
+``tests/runner/test_ray_auth.py`` checks on the listening sockets.
+
 Each is a ``ray start ... --block`` subprocess in its own process group, so teardown stops
 exactly the processes this test started (by process group id), not every Ray on the
 machine as ``ray stop`` would; a test loses a node by killing its group
@@ -10,6 +17,7 @@ from __future__ import annotations
 
 import json
 import os
+import secrets
 import shutil
 import signal
 import socket
@@ -18,6 +26,12 @@ import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+
+
+def token_env() -> dict[str, str]:
+    """Ray's token authentication with a fresh random token: for the cluster's nodes and
+    every driver of it (``fire-exp run executor=ray``), never for anyone else."""
+    return {"RAY_AUTH_MODE": "token", "RAY_AUTH_TOKEN": secrets.token_hex(32)}
 
 
 def free_port() -> int:

@@ -19,12 +19,12 @@ import pytest
 from fire_exp.records import Cause, read_records
 from fire_exp.runner.cleanup import attempt_processes
 from fire_exp.runner.ray_executor import scratch_root
-from tests.runner.ray_cluster import Cluster, start_cluster
+from tests.runner.ray_cluster import Cluster, start_cluster, token_env
 from tests.runner.runner_helpers import ROOT, SMALL, cli, cli_env
 from tests.signals import popen_interruptible
 
 pytestmark = [pytest.mark.ray, pytest.mark.slow]
-RAY_ENV = {"RAY_AUTH_MODE": "disabled"}  # a loopback test cluster: no token to share
+RAY_ENV = token_env()  # the cluster and its drivers only (ray_cluster.py)
 
 
 @pytest.fixture(scope="module")

@@ -27,7 +27,7 @@ from fire_exp.paths import SUITES_DIR
 from fire_exp.records import AttemptRecord, read_records
 from tests.ci import missing as ci_missing
 from tests.runner.docker_engine import BRIDGE, SecondEngine, machine_state, missing, start_engine
-from tests.runner.ray_cluster import Cluster, NodeSpec, start_cluster
+from tests.runner.ray_cluster import Cluster, NodeSpec, start_cluster, token_env
 from tests.runner.runner_helpers import ROOT, cli, cli_env
 
 pytestmark = [pytest.mark.ray, pytest.mark.docker, pytest.mark.slow]
@@ -37,7 +37,7 @@ DENIED = "sqlite3 evidence/orders.db .dump > /logs/agent/denied-ran.txt"
 SOLVE = (SUITES_DIR / "fire-mini" / "recover-wal-orders" / "solution" / "solve.sh").read_text()
 # The agent's variables come from the environment of the process that runs the attempt:
 # on a cluster, the ``ray start`` of the node (the driver's are not shipped).
-RAY_ENV = {"RAY_AUTH_MODE": "disabled"}
+RAY_ENV = token_env()  # the cluster and its drivers only (ray_cluster.py)
 AGENT_ENV = RAY_ENV | {KEY_ENV: KEY, "FAKE_CLI_SCRIPT": json.dumps(
     {"commands": [DENIED, f"echo the key is ${KEY_ENV}", SOLVE]})}
 # One line, so it passes as a command-line override: the CLI written into the image.

@@ -37,11 +37,11 @@ from fire_exp.tasks.loader import load_task
 from tests.ci import in_ci
 from tests.ci import missing as ci_missing
 from tests.runner.docker_engine import BRIDGE, SecondEngine, machine_state, missing, start_engine
-from tests.runner.ray_cluster import Cluster, NodeSpec, start_cluster
+from tests.runner.ray_cluster import Cluster, NodeSpec, start_cluster, token_env
 from tests.runner.runner_helpers import ROOT, SMALL, cli, cli_env
 
 pytestmark = [pytest.mark.ray, pytest.mark.docker, pytest.mark.slow]
-RAY_ENV = {"RAY_AUTH_MODE": "disabled"}
+RAY_ENV = token_env()  # the cluster and its drivers only (ray_cluster.py)
 GIB = 1024**3
 TEST_BASE = "fire-exp/base:two-engine-test"
 DOCKER = ["environment=docker", f"environment.base_image={TEST_BASE}",

@@ -70,7 +70,7 @@ from fire_exp.environments.base import Capability, CapturedExec, Environment, En
 from fire_exp.environments.hook_transport import HookEndpoint, HookTransport
 from fire_exp.errors import InputError, PreflightError
 from fire_exp.policies.hook_answerer import HookAnswerer
-from fire_exp.policies.hook_settings import hook_command, settings_document
+from fire_exp.policies.hook_settings import hook_command, needed_events, settings_document
 from fire_exp.policies.hook_store import ActivitySummary, read_activity
 from fire_exp.policies.hooks import Cli
 from fire_exp.policies.model import Step
@@ -504,7 +504,9 @@ class CodingCliAgent:
         return reconcile(transcript, summary.lines,
                          reports_denied_calls=self.dialect.reports_denied_calls,
                          timed_out=timed_out, redact=session.env.redactor.text,
-                         channel=channel_tamper(session.env.files.hook_channel))
+                         channel=channel_tamper(session.env.files.hook_channel),
+                         expects_stop="Stop" in needed_events(session.runtime.families,
+                                                                     self.dialect.hook_protocol))
 
     def _read_back(self, session: AgentSession, transcript: CliTranscript,
                    summary: ActivitySummary, evidence: Reconciliation,

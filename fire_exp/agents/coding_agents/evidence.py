@@ -17,6 +17,9 @@ disagreement; any one makes the attempt invalid (``runner/validity.check_attempt
 - **hook events from N foreign sessions** — hook calls whose ``session_id`` is not the
   CLI's (the answerer refuses them and logs them as ``tamper`` lines; the local bridge
   answers them, and they show here all the same);
+- **stop instruction not witnessed** / **stop with no hook event** — a Stop block the
+  CLI shows no sign of having received, a finished CLI with no Stop hook call after its
+  last tool call (:mod:`~fire_exp.agents.coding_agents.stops`);
 - every reason the hook channel itself reported (``ATTEMPT/hooks/channel.json``,
   ``{"tamper": [reason, ...]}``; see :func:`channel_tamper`).
 
@@ -42,6 +45,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from fire_exp.agents.coding_agents.dialect import CliCommand, CliTranscript, unwrap_shell
+from fire_exp.agents.coding_agents.stops import stop_reasons
 from fire_exp.policies.hook_answerer import MAX_FOREIGN_LOGGED
 from fire_exp.policies.hook_store import HookLine
 from fire_exp.policies.tool_payloads import EDIT_TOOLS, SHELL_TOOLS
@@ -95,8 +99,8 @@ def channel_tamper(path: Path) -> tuple[str, ...]:
 
 def reconcile(transcript: CliTranscript, lines: Sequence[HookLine], *,
               reports_denied_calls: bool, timed_out: bool = False,
-              redact: Callable[[str], str] = str, channel: Sequence[str] = ()
-              ) -> Reconciliation:
+              redact: Callable[[str], str] = str, channel: Sequence[str] = (),
+              expects_stop: bool = False) -> Reconciliation:
     """Name every inconsistency between a policy attempt's transcript and its hook calls.
 
     Args:
@@ -106,6 +110,8 @@ def reconcile(transcript: CliTranscript, lines: Sequence[HookLine], *,
         timed_out: the CLI ran past its timeout (its last call may be cut off).
         redact: the attempt's redactor (the transcript is read redacted, the log is not).
         channel: the hook channel's own reasons (:func:`channel_tamper`).
+        expects_stop: the arm hooks ``Stop`` (its blocks must be witnessed, and a finished
+            CLI must have fired it: :mod:`~fire_exp.agents.coding_agents.stops`).
 
     >>> from fire_exp.agents.coding_agents.dialect import CliCommand, CliTranscript, unwrap_shell
     >>> ran = CliTranscript(commands=[CliCommand("ls", tool_use_id="t1", ran=True)])
@@ -135,6 +141,9 @@ def reconcile(transcript: CliTranscript, lines: Sequence[HookLine], *,
                *_named(DENIED_RAN, [_call(transcript.commands[i]) for i in sorted(ran)]),
                *_named(NO_TOOL_CALL, [redact(f"{lines[n].event} {_line(lines[n])}")
                                       for n in stray])]
+    reasons += stop_reasons(lines, session, {*pre.matched.values(), *post.matched.values()},
+                            expects_stop=expects_stop, finished=transcript.finished,
+                            timed_out=timed_out)
     if foreign:
         least = "at least " if len(foreign) >= MAX_FOREIGN_LOGGED else ""
         reasons.append(f"hook events from {least}{len(foreign)} foreign session"

@@ -22,7 +22,11 @@ a per-attempt secret given to the relay on its stdin, and the server refuses any
 without it; the relay beats every second. On close the transport writes what it saw to
 ``ATTEMPT/hooks/channel.json`` (:meth:`RelayHooks.report`), ``tamper`` naming every sign
 that the agent reached the channel: lines without the token, a lost relay, a heartbeat gap
-over ``HEARTBEAT_GAP_S``, an over-long line, a symlink in the inbox.
+over ``HEARTBEAT_GAP_S``, an over-long line, a symlink in the inbox, a line on the relay's
+FIFO it cannot parse, a ``done`` for an answer it did not deliver. Each answer is a file
+named by a random key only its shim knows (``answers/`` cannot be listed), so no other
+process can read or remove it first; a request whose FIFO line garbage swallowed is still
+served (the relay sweeps its inbox every second).
 
 Shim, relay and server speak only the line protocol above; nothing here knows a backend
 or a policy. The shim exits 0 with the answer, or 1 (a non-blocking hook error for both
@@ -220,7 +224,9 @@ class RelayHooks:
         oversize = self._stream.oversize
         return {"requests": counts.requests, "answered": counts.answered,
                 "refused": {"bad_token": counts.bad_token, "malformed": counts.malformed,
-                            "oversize": oversize, "odd_file": counts.odd_files},
+                            "oversize": oversize, "odd_file": counts.odd_files,
+                            "fifo_garbage": counts.fifo_garbage,
+                            "stray_done": counts.stray_done},
                 "too_large": counts.too_large, "heartbeats": counts.heartbeats,
                 "max_heartbeat_gap_s": counts.max_heartbeat_gap_s,
                 "relay_lost": counts.relay_lost,
@@ -255,4 +261,10 @@ def tamper_reasons(counts: ChannelCounts, oversize: int) -> list[str]:
                        "bytes (a flood of the relay's output)")
     if counts.odd_files:
         reasons.append(f"{counts.odd_files} symlink(s) or special file(s) in the hook inbox")
+    if counts.fifo_garbage:
+        reasons.append(f"{counts.fifo_garbage} line(s) on the hook relay's FIFO it could not "
+                       "parse (no shim writes one)")
+    if counts.stray_done:
+        reasons.append(f"{counts.stray_done} 'done' line(s) on the hook relay's FIFO for "
+                       "answers it did not deliver (another process consuming answers)")
     return reasons

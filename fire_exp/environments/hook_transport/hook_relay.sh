@@ -5,21 +5,29 @@
 # Started by the harness as the process of one `docker exec` with stdin attached. The first
 # line of stdin is the attempt's secret TOKEN (never in argv, the environment or a file).
 # The relay lays out the spool (below), says "READY TOKEN PID" on stdout, and then
-#   - for each "ID EVENT" line a hook shim writes to the FIFO SPOOL/requests, takes the
-#     payload SPOOL/inbox/ID.in out of the agent's reach and sends it up as one line:
+#   - takes every request SPOOL/inbox/ID.EVENT.in a hook shim left (its first line the
+#     shim's answer KEY, the rest the payload) out of the agent's reach and sends it up as
+#     one line:
 #       REQ TOKEN ID EVENT BASE64(payload)
-#     (a payload over MAX_PAYLOAD bytes goes up as "BIG TOKEN ID EVENT SIZE"; a symlink or
-#     anything but a plain file as "ODD TOKEN ID"; both are answered empty)
+#     (a payload over MAX_PAYLOAD bytes goes up as "BIG TOKEN ID EVENT SIZE"; a symlink,
+#     anything but a plain file, a name or key of the wrong shape as "ODD TOKEN ID"; both
+#     are answered empty). It looks whenever a line arrives on the FIFO SPOOL/requests
+#     (the shim's "ID EVENT" wake-up) and every second, so a request whose line was
+#     merged with garbage is still served.
 #   - every second, "HB TOKEN" (the host notices a relay that is stopped or gone)
 #   - for each line the host sends down:  ANS TOKEN ID BASE64(answer)
-#     writes the answer to SPOOL/answers/ID.out (atomically: .part, then rename), where the
-#     waiting shim picks it up; a line without the token is ignored.
-#   - for each "done ID" line on the FIFO (the shim has read its answer), removes the answer.
+#     writes the answer to SPOOL/answers/KEY.out (atomically: .part, then rename), where
+#     the waiting shim, the only one that knows KEY, picks it up; a line without the token
+#     is ignored.
+#   - for each "done ID KEY" line on the FIFO (the shim has read its answer), removes the
+#     answer; a "done" for an answer it did not deliver (or with another key) goes up as
+#     "STRAY TOKEN", any other line it cannot parse as "GARBAGE TOKEN" (both tamper).
 # When the host closes the stream (the attempt ends), the relay exits.
 #
 # The spool, all root's: the FIFO (0622: anyone may submit), inbox/ (1733: anyone may drop
-# a file, nobody else may list, rename or delete it), answers/ (0755: only the relay
-# writes; a shim of any user reads its answer), work/ (0700: payloads being sent).
+# a file, nobody else may list, rename or delete it), answers/ (0711: only the relay
+# writes, nobody lists; a shim reads the answer whose name it alone knows), work/ (0700:
+# payloads being sent, each request's key).
 set -u
 spool=$1
 max_payload=$2
@@ -29,7 +37,8 @@ umask 022
 rm -rf "$spool"
 mkdir -p "$spool/inbox" "$spool/answers" "$spool/work"
 chown root:root "$spool" "$spool/inbox" "$spool/answers" "$spool/work" 2>/dev/null
-chmod 0755 "$spool" "$spool/answers"
+chmod 0755 "$spool"
+chmod 0711 "$spool/answers"
 chmod 1733 "$spool/inbox"
 chmod 0700 "$spool/work"
 mkfifo -m 0622 "$spool/requests"
@@ -40,12 +49,15 @@ relay_pid=$$
 trap 'rm -rf "$spool"/answers/* "$spool"/work/*; exit 0' TERM
 
 valid_id() { case $1 in '' | *[!0-9-]*) return 1 ;; esac; }
+valid_key() { case $1 in '' | *[!0-9a-f]*) return 1 ;; esac; [ "${#1}" -eq 32 ]; }
 
-answer() {  # answer ID DATA-BASE64: the shim's answer file, written atomically
-  if printf '%s' "$2" | base64 -d > "$spool/answers/$1.part" 2>/dev/null; then
-    mv -f "$spool/answers/$1.part" "$spool/answers/$1.out"
+answer() {  # answer ID DATA-BASE64: the shim's answer file (named by its key), atomically
+  local key
+  IFS= read -r key < "$spool/work/$1.key" 2>/dev/null && valid_key "$key" || return 0
+  if printf '%s' "$2" | base64 -d > "$spool/answers/$key.part" 2>/dev/null; then
+    mv -f "$spool/answers/$key.part" "$spool/answers/$key.out"
   else
-    rm -f "$spool/answers/$1.part"
+    rm -f "$spool/answers/$key.part"
   fi
 }
 
@@ -62,40 +74,74 @@ answers <&4 >/dev/null &
 answers_pid=$!
 
 send() {  # send ID EVENT: the request's payload, taken out of the inbox first
-  local id=$1 event=$2 work="$spool/work/$1" size
+  local id=$1 event=$2 work="$spool/work/$1" size key
   # rename does not follow a symlink; in work/ the agent can no longer swap the file.
-  mv -fT "$spool/inbox/$id.in" "$work" 2>/dev/null || return 0
-  if [ -L "$work" ] || [ ! -f "$work" ] || [ "$(stat -c %h "$work")" != 1 ]; then
+  mv -fT "$spool/inbox/$id.$event.in" "$work" 2>/dev/null || return 0
+  if [ -L "$work" ] || [ ! -f "$work" ] || [ "$(stat -c %h "$work")" != 1 ] ||
+     ! IFS= read -r key < "$work" || ! valid_key "$key" || [ -e "$work.key" ]; then
     rm -rf "$work"  # a folder too
     printf 'ODD %s %s\n' "$token" "$id"
     return 0
   fi
-  size=$(stat -c %s "$work")
+  printf '%s\n' "$key" > "$work.key"
+  size=$(( $(stat -c %s "$work") - 33 ))
   if [ "$size" -gt "$max_payload" ]; then
     printf 'BIG %s %s %s %s\n' "$token" "$id" "$event" "$size"
   else
     # Streamed, not held in a bash string (25 times faster for a large payload); one
     # writer, so a heartbeat never lands inside the line.
     printf 'REQ %s %s %s ' "$token" "$id" "$event"
-    base64 -w0 < "$work"
+    tail -c +34 "$work" | base64 -w0
     printf '\n'
   fi
   rm -f "$work"
 }
 
+sweep() {  # every request waiting in the inbox, whatever the FIFO said
+  local path name id event
+  for path in "$spool"/inbox/*.in; do
+    [ -e "$path" ] || [ -L "$path" ] || continue
+    name=${path##*/}; name=${name%.in}; id=${name%%.*}; event=${name#*.}
+    if [ "$id" != "$name" ] && valid_id "$id" && [ -n "$event" ] &&
+       [ "${event//[A-Za-z]/}" = "" ]; then
+      send "$id" "$event"
+    else
+      rm -rf "$path"
+      printf 'ODD %s %s\n' "$token" "0-0"
+    fi
+  done
+}
+
+finish() {  # finish ID KEY: the shim read its answer
+  local key
+  if valid_id "$1" && valid_key "$2" && IFS= read -r key < "$spool/work/$1.key" 2>/dev/null &&
+     [ "$key" = "$2" ] && [ -e "$spool/answers/$2.out" ]; then
+    rm -f "$spool/answers/$2.out" "$spool/work/$1.key"
+  else
+    printf 'STRAY %s\n' "$token"
+  fi
+}
+
 printf 'READY %s %s\n' "$token" "$$"
 beat=$SECONDS
 while :; do
-  if IFS=' ' read -r -t 1 id event <&3; then
-    if [ "$id" = done ]; then
-      valid_id "$event" && rm -f "$spool/answers/$event.out"
-    elif valid_id "$id"; then
-      case $event in '' | *[!A-Za-z]*) ;; *) send "$id" "$event" ;; esac
+  if IFS= read -r -t 1 line <&3; then
+    read -r id event rest <<< "$line"
+    if [ "$id" = done ] && [ -n "$event" ]; then
+      finish "$event" "$rest"
+    elif ! valid_id "$id" || [ -n "$rest" ] || [ -z "$event" ] ||
+         [ "${event//[A-Za-z]/}" != "" ]; then
+      printf 'GARBAGE %s\n' "$token"
     fi
+    sweep
+  elif [ -n "${line:-}" ]; then  # a partial line: no shim writes one (theirs are atomic)
+    printf 'GARBAGE %s\n' "$token"
   fi
+  line=
   if [ "$SECONDS" != "$beat" ]; then
     beat=$SECONDS
     kill -0 "$answers_pid" 2>/dev/null || exit 1  # its half was killed: the relay is lost
+    sweep
     printf 'HB %s\n' "$token"
   fi
 done

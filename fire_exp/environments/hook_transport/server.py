@@ -4,7 +4,9 @@ Every line carries the attempt's secret token (``TOKEN``), which the host gave t
 its stdin and the agent cannot read (unless it is root and reads the relay's memory). Up
 the stream come ``READY TOKEN PID`` (once), ``REQ TOKEN ID EVENT BASE64(payload)``,
 ``BIG TOKEN ID EVENT SIZE`` (a payload over the relay's limit), ``ODD TOKEN ID`` (a symlink
-or special file in the inbox, refused) and ``HB TOKEN`` every second; down go
+or special file in the inbox, refused), ``GARBAGE TOKEN`` (a line on the relay's FIFO it
+could not parse), ``STRAY TOKEN`` (a ``done`` line for an answer it did not deliver) and
+``HB TOKEN`` every second; down go
 ``ANS TOKEN ID BASE64(answer)``. A line without the token is refused and counted: it was
 written into the relay's descriptors by something other than the relay.
 
@@ -44,6 +46,9 @@ class ChannelCounts:
         malformed: lines with the token but not of the protocol's shapes.
         too_large: payloads over the relay's limit (sent as BIG, answered empty).
         odd_files: inbox entries the relay refused (a symlink, a FIFO, a hard link).
+        fifo_garbage: lines on the relay's FIFO it could not parse (no shim writes one).
+        stray_done: ``done`` lines for answers the relay did not deliver, or with another
+            key (another process trying to consume an answer).
         heartbeats: HB lines with the token.
         max_heartbeat_gap_s: the longest time without a heartbeat while the relay served
             (from READY, to the last line or to :meth:`HookServer.close`).
@@ -56,6 +61,8 @@ class ChannelCounts:
     malformed: int
     too_large: int
     odd_files: int
+    fifo_garbage: int
+    stray_done: int
     heartbeats: int
     max_heartbeat_gap_s: float
     relay_lost: bool
@@ -81,7 +88,8 @@ class HookServer:
         self._send_lock = threading.Lock()
         self._workers: list[threading.Thread] = []
         self._counts = dict.fromkeys(("requests", "answered", "bad_token", "malformed",
-                                      "too_large", "odd_files", "heartbeats"), 0)
+                                      "too_large", "odd_files", "fifo_garbage", "stray_done",
+                                      "heartbeats"), 0)
         self._last_beat: float | None = None
         self._max_gap = 0.0
         self.relay_pid: int | None = None
@@ -154,6 +162,10 @@ class HookServer:
             self._counts["requests"] += 1
             self._counts["too_large"] += 1
             self._send(args[0], "")
+        elif kind == b"GARBAGE" and not args:
+            self._counts["fifo_garbage"] += 1
+        elif kind == b"STRAY" and not args:
+            self._counts["stray_done"] += 1
         elif kind == b"ODD" and len(args) == 1:
             self._counts["odd_files"] += 1
             self._send(args[0], "")
