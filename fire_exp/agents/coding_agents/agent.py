@@ -505,8 +505,8 @@ class CodingCliAgent:
                          reports_denied_calls=self.dialect.reports_denied_calls,
                          timed_out=timed_out, redact=session.env.redactor.text,
                          channel=channel_tamper(session.env.files.hook_channel),
-                         expects_stop="Stop" in needed_events(session.runtime.families,
-                                                                     self.dialect.hook_protocol))
+                         expects_stop="Stop" in needed_events(
+                             session.runtime.families, self.dialect.hook_protocol))
 
     def _read_back(self, session: AgentSession, transcript: CliTranscript,
                    summary: ActivitySummary, evidence: Reconciliation,
