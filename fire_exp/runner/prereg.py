@@ -119,6 +119,7 @@ def panel_hashes(panel: Panel) -> dict[str, dict[str, str]]:
         items[key] = {"path": f"{files[group]} (values as composed, overrides included)",
                       "sha256": _sha(json.dumps(value, sort_keys=True, default=list))}
     items.update(arm_hashes(panel, files["panel"]))
+    items.update(served_model_items(panel))
     items["schedule"] = {"path": f"schedule (seed {cfg.seed})",
                          "sha256": schedule_digest(panel.schedule)}
     sources = harness_file_hashes()
@@ -163,6 +164,24 @@ def arm_hashes(panel: Panel, config_file: Path) -> dict[str, dict[str, str]]:
                                and f.suffix in (".py", ".md")):
                 items[f"arm_policy:{name}:{folder.name}/{file.name}"] = {
                     "path": str(file), "sha256": _file_sha(file)}
+    return items
+
+
+def served_model_items(panel: Panel) -> dict[str, dict[str, str]]:
+    """``served_model:NAME``: the weights of each model ``fire-exp serve-model`` serves that
+    the panel's agent (or an arm's own agent) names as ``agent.model``, by the SHA-256 of
+    its GGUF file, checked against the file on this machine (a missing or changed file is
+    refused before anything is frozen or run). Other models are named by ``agent_config``
+    only: fire-exp cannot see their weights."""
+    from fire_exp.serve.models import MODELS, gguf_path
+
+    names = {str(panel.config.agent.params.get("model"))}
+    names |= {str(agent.params.get("model")) for agent in panel.arm_agents.values()}
+    items: dict[str, dict[str, str]] = {}
+    for name in sorted(names & set(MODELS)):
+        model = MODELS[name]
+        items[f"served_model:{name}"] = {"path": f"{gguf_path(model)} ({model.title})",
+                                         "sha256": model.sha256}
     return items
 
 
