@@ -119,12 +119,12 @@ def panel_hashes(panel: Panel) -> dict[str, dict[str, str]]:
         items[key] = {"path": f"{files[group]} (values as composed, overrides included)",
                       "sha256": _sha(json.dumps(value, sort_keys=True, default=list))}
     items.update(arm_hashes(panel, files["panel"]))
-    items.update(served_model_items(panel))
     items["schedule"] = {"path": f"schedule (seed {cfg.seed})",
                          "sha256": schedule_digest(panel.schedule)}
     sources = harness_file_hashes()
     items["harness"] = {"path": f"fire-exp {__version__} ({len(sources)} source files)",
                         "sha256": _digest(sources)}
+    items.update(served_model_items(panel))  # the weights of a model serve-model serves
     return items
 
 
