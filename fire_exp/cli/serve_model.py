@@ -44,7 +44,8 @@ def banner(server: LlamaServer) -> str:
     """What the command prints once the server answers."""
     model, endpoint = server.model, server.endpoint
     lines = [f"serving {model.name} ({model.title}, {model.license}, sha256 "
-             f"{model.sha256[:16]}…) at {endpoint.root}, {server.context} tokens of context",
+             f"{model.sha256[:16]}…) at {endpoint.root}, {server.context} tokens of context "
+             f"(llama-server pid {server.proc.pid if server.proc else '-'})",
              "pass to fire-exp run:"]
     for title, agent in AGENTS:
         lines.append(f"  {title + ':':<13}{endpoint.overrides(agent)}")
