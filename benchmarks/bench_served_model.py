@@ -1,4 +1,4 @@
-"""The served model on this machine (run: ``python benchmarks/bench_served_model.py``).
+"""The served model on this machine (run: ``python -m benchmarks.bench_served_model``).
 
 Starts ``fire-exp serve-model``'s server (llama.cpp's llama-server, Qwen2.5-Coder-0.5B,
 ``--threads`` CPU threads) and measures:
