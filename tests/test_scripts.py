@@ -32,12 +32,13 @@ def _run(tmp_path: Path, docker_ok: bool, have: tuple[str, ...] = (
     # python: pip succeeds; pytest exits with ``pytest_exit``.
     _stub(tmp_path, "python", f'[ "$2" = pytest ] && exit {pytest_exit}; true')
     _stub(tmp_path, "docker", "true" if docker_ok else "exit 1")
-    # A stand-in checkout: the real script, and a stub for the llama.cpp wheels step.
+    # A stand-in checkout: the real script, and stubs for the llama.cpp steps.
     repo = tmp_path / "repo"
     (repo / "scripts").mkdir(parents=True)
     (repo / ".ci").mkdir()
     shutil.copy2(ROOT / "scripts" / "test", repo / "scripts" / "test")
     _stub(repo / ".ci", "llama-wheels", "true")
+    _stub(repo / ".ci", "llama-server", "true")
     (repo / ".ci" / "calls").symlink_to(tmp_path / "calls")
     # Only the stand-ins and the few tools the script itself uses: what is not stubbed is
     # missing, whatever this machine has installed.
@@ -57,7 +58,7 @@ def test_the_test_command_installs_bootstraps_then_runs_pytest(tmp_path: Path) -
     proc, calls = _run(tmp_path, docker_ok=True)
     assert proc.returncode == 0, proc.stderr
     assert calls == ["docker info", "python -m pip install -q -e .[test]",
-                     "fire-exp images bootstrap", "llama-wheels ",
+                     "fire-exp images bootstrap", "llama-wheels ", "llama-server ",
                      f"{PYTEST} tests/stats -x"]
     assert "scripts/test: set-up" in proc.stderr and "scripts/test: tests" in proc.stderr
 

@@ -34,6 +34,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "export-hooks": ("fire_exp.cli.export_hooks", "write a CLI's hook settings for a portfolio"),
     "import": ("fire_exp.cli.import_", "import another harness's results as an attempts file"),
     "power": ("fire_exp.cli.power", "power of a panel's preregistered analysis (Hydra overrides)"),
+    "serve-model": ("fire_exp.cli.serve_model",
+                    "serve a local model to the real Codex / Claude Code CLIs (until Ctrl-C)"),
 }
 
 

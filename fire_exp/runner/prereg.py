@@ -125,6 +125,7 @@ def panel_hashes(panel: Panel) -> dict[str, dict[str, str]]:
     sources = harness_file_hashes()
     items["harness"] = {"path": f"fire-exp {__version__} ({len(sources)} source files)",
                         "sha256": _digest(sources)}
+    items.update(served_model_items(panel))  # the weights of a model serve-model serves
     return items
 
 
@@ -182,6 +183,24 @@ def arm_hashes(panel: Panel, config_file: Path) -> dict[str, dict[str, str]]:
                                and f.suffix in (".py", ".md")):
                 items[f"arm_policy:{name}:{folder.name}/{file.name}"] = {
                     "path": str(file), "sha256": _file_sha(file)}
+    return items
+
+
+def served_model_items(panel: Panel) -> dict[str, dict[str, str]]:
+    """``served_model:NAME``: the weights of each model ``fire-exp serve-model`` serves that
+    the panel's agent (or an arm's own agent) names as ``agent.model``, by the SHA-256 of
+    its GGUF file, checked against the file on this machine (a missing or changed file is
+    refused before anything is frozen or run). Other models are named by ``agent_config``
+    only: fire-exp cannot see their weights."""
+    from fire_exp.serve.models import MODELS, gguf_path
+
+    names = {str(panel.config.agent.params.get("model"))}
+    names |= {str(agent.params.get("model")) for agent in panel.arm_agents.values()}
+    items: dict[str, dict[str, str]] = {}
+    for name in sorted(names & set(MODELS)):
+        model = MODELS[name]
+        items[f"served_model:{name}"] = {"path": f"{gguf_path(model)} ({model.title})",
+                                         "sha256": model.sha256}
     return items
 
 

@@ -1,0 +1,104 @@
+"""The served model on this machine (run: ``python -m benchmarks.bench_served_model``).
+
+Starts ``fire-exp serve-model``'s server (llama.cpp's llama-server, Qwen2.5-Coder-0.5B,
+``--threads`` CPU threads) and measures:
+
+- prompt processing and generation speed (tokens/s, from the server's own timings) on a
+  prompt the size of a CLI's first request (``--prompt-tokens``, ~10k: Codex 0.163's stock
+  request; Claude Code 2.1's is ~12k), prefix cache off;
+- one streamed request per protocol as each CLI shapes it (Responses, Messages), with a
+  forced tool call: seconds, tokens in/out, protocol errors (a non-200 answer, an error
+  event, a stream that does not end in its closing event);
+- one real turn of each CLI binary with the lean switches (``--stock`` adds one with the
+  CLIs' stock prompts): seconds, tokens in/out, commands the model ran, protocol errors.
+
+Needs ``.ci/llama-server`` (server and model) and the CLIs' wheels.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import tempfile
+import time
+import urllib.request
+from pathlib import Path
+from typing import Any
+
+from fire_exp.serve.cli_turn import CliTurn, run_turn
+from fire_exp.serve.models import DEFAULT, model_named
+from fire_exp.serve.probe import ProbeResult, messages_probe, responses_probe
+from fire_exp.serve.server import Endpoint, LlamaServer
+
+_CLOSING = {"responses": "response.completed", "messages": "message_stop"}
+
+
+def prompt_speed(endpoint: Endpoint, tokens: int) -> dict[str, Any]:
+    """The server's timings for one long prompt (``tokens`` approximate) and 32 new tokens."""
+    filler = " ".join(f"line {i}: the quick brown fox jumps over the lazy dog." for i in
+                      range(tokens // 14))
+    body = {"model": endpoint.model, "max_tokens": 32, "cache_prompt": False,
+            "messages": [{"role": "user", "content": filler + "\nSummarise in one line."}]}
+    request = urllib.request.Request(f"{endpoint.root}/v1/chat/completions",
+                                     data=json.dumps(body).encode(),
+                                     headers={"content-type": "application/json"})
+    start = time.monotonic()
+    with urllib.request.urlopen(request, timeout=1800) as reply:
+        answer = json.loads(reply.read())
+    timings = answer.get("timings") or {}
+    return {"seconds": time.monotonic() - start, "prompt_n": timings.get("prompt_n"),
+            "prompt_per_second": timings.get("prompt_per_second"),
+            "predicted_per_second": timings.get("predicted_per_second")}
+
+
+def protocol_errors(result: ProbeResult) -> int:
+    bad = result.status != 200 or result.error is not None or not result.events
+    bad = bad or result.events[-1] != _CLOSING[result.protocol] or "error" in result.events
+    return int(bad)
+
+
+def _turn_row(label: str, turn: CliTurn) -> str:
+    return (f"  {label:<24} {turn.seconds:8.1f} s  in {turn.input_tokens:>6}  out "
+            f"{turn.output_tokens:>5}  commands {len(turn.commands)}  protocol errors "
+            f"{len(turn.errors)}{'  ' + turn.errors[0][:120] if turn.errors else ''}")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--prompt-tokens", type=int, default=10000)
+    parser.add_argument("--stock", action="store_true",
+                        help="also one turn per CLI with its stock (long) prompt")
+    parser.add_argument("--no-cli", action="store_true", help="skip the real CLI turns")
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory(prefix="bench-served-") as tmp:
+        folder = Path(tmp)
+        server = LlamaServer(model_named(DEFAULT), threads=args.threads,
+                             log=folder / "server.log")
+        t0 = time.monotonic()
+        with server as endpoint:
+            print(f"{DEFAULT}: server up in {time.monotonic() - t0:.1f} s, "
+                  f"{args.threads} threads, context {server.context}")
+            speed = prompt_speed(endpoint, args.prompt_tokens)
+            print(f"  prompt of {speed['prompt_n']} tokens: {speed['seconds']:.1f} s "
+                  f"({speed['prompt_per_second']:.0f} tokens/s prompt, "
+                  f"{speed['predicted_per_second']:.1f} tokens/s generation)")
+            for probe in (responses_probe, messages_probe):
+                result = probe(endpoint.root, endpoint.model, "List the files here.",
+                               max_tokens=48, force_tool=True)
+                print(f"  {result.protocol + ' request':<24} {result.seconds:8.1f} s  in "
+                      f"{result.input_tokens:>6}  out {result.output_tokens:>5}  tool calls "
+                      f"{len(result.tool_calls)}  protocol errors {protocol_errors(result)}")
+            if args.no_cli:
+                return
+            prompt = "Run the shell command `ls` and then say done."
+            for agent in ("codex", "claude-code"):
+                turn = run_turn(agent, endpoint, prompt, folder / agent)
+                print(_turn_row(f"{agent} turn (lean)", turn))
+            for agent in ("codex", "claude-code") if args.stock else ():
+                turn = run_turn(agent, endpoint, prompt, folder / f"{agent}-stock", lean=False)
+                print(_turn_row(f"{agent} turn (stock)", turn))
+
+
+if __name__ == "__main__":
+    main()

