@@ -287,3 +287,18 @@ def test_codex_on_its_vendor_with_an_unpriced_model_is_refused_before_the_panel(
     priced = {"gpt-5.5": {"input": 1.25, "output": 10.0}}
     CodexAgent(binary=str(FAKE), model="gpt-5.5", prices=priced).preflight("docker")
     assert ClaudeCodeAgent(binary=str(FAKE)).dialect.reports_cost  # its own cost, on its vendor
+
+
+@pytest.mark.parametrize("agent_class", [ClaudeCodeAgent, CodexAgent])
+def test_an_install_step_runs_the_cli_by_its_name_on_the_images_path(
+        agent_class: type) -> None:
+    """An install script or image puts the CLI on the image's PATH: the box runs it by its
+    usual name, not by this machine's wheel path (which the image does not have), unless
+    ``agent.binary`` names another."""
+    name = agent_class.dialect.default_binary
+    scripted = agent_class(install={"script": "true"})
+    assert scripted.install.binary == name and scripted.install.spec.host_binary is None
+    imaged = agent_class(install={"image": "some/cli:1", "paths": ["/usr/local/bin"]})
+    assert imaged.install.binary == name
+    assert agent_class(binary="/opt/x/cli", install={"script": "true"}).install.binary == \
+        "/opt/x/cli"

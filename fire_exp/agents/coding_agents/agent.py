@@ -190,8 +190,13 @@ class CodingCliAgent:
         self.hook_timeout_s = hook_timeout_s
         self.tier = tier
         self.version = ""  # the CLI's --version, once preflight() ran
-        self.install = AgentInstall(self.name, self.binary, self._install_spec(
-            InstallSpec.from_config(install, where), explicit=binary is not None))
+        spec = self._install_spec(InstallSpec.from_config(install, where),
+                                  explicit=binary is not None)
+        # An install step (script, image) puts the CLI on the image's PATH by its usual
+        # name: this machine's wheel path means nothing there unless agent.binary says so.
+        in_image = spec.method in ("script", "image") and binary is None
+        self.install = AgentInstall(self.name, self.dialect.default_binary if in_image
+                                    else self.binary, spec)
         self.egress = list(egress)
         self.user = user
 
