@@ -140,6 +140,8 @@ def cleanup(client: Any, *, everything: bool = False, images: bool = False,
         own_run: the caller's locked run folder (a run start).
         scratch: a Ray node's scratch root (see :func:`why_kept`).
     """
+    import docker.errors
+
     report = CleanupReport()
     filters = [f"{LABEL}=1"] + ([f"{LABEL}.run={run}"] if run is not None else [])
     # ignore_removed: another panel may remove its container between the listing and the
@@ -153,6 +155,12 @@ def cleanup(client: Any, *, everything: bool = False, images: bool = False,
         try:
             container.remove(force=True)
             report.containers.append(container.name)
+        except docker.errors.NotFound:
+            continue  # removed meanwhile by its own panel (or its --rm): simply gone
+        except docker.errors.APIError as exc:
+            if exc.status_code == 409 and "already in progress" in str(exc):
+                continue  # another panel's cleanup is removing it right now
+            report.errors.append(f"container {container.name}: {exc}")
         except Exception as exc:  # noqa: BLE001 - reported, the rest goes on
             report.errors.append(f"container {container.name}: {exc}")
     if run is None and own_run is None and scratch is None:  # the user's, not a run's

@@ -40,7 +40,7 @@ ROOT = Path(__file__).resolve().parents[2]
 FAKE_CLI = ROOT / "tests" / "fixtures" / "cli_container" / "fake_cli.py"
 KEY = "sk-fake-fireexp-h16-Zq81LmWx0Pa"
 # What the shim may use: POSIX sh and coreutils, nothing else (no python3, no socat).
-SHIM_TOOLS = ("sh", "cat", "mv", "rm", "date", "sleep", "timeout")
+SHIM_TOOLS = ("sh", "cat", "mv", "rm", "date", "sleep", "timeout", "od", "tr")
 
 
 def claude_payload(event: str, command: str = "", **extra: Any) -> bytes:

@@ -127,7 +127,7 @@ def test_a_resumed_run_removes_containers_of_dead_runs(docker_client: Any) -> No
         assert not _owned_by(docker_client, dead.pid)
     finally:
         if _owned_by(docker_client, dead.pid):
-            orphan.remove(force=True)
+            _remove(orphan)
 
 
 def _dead_pid() -> int:
@@ -146,6 +146,18 @@ def _labelled(client: Any, **extra: str) -> Any:
     labels.update({f"{LABEL}.{k.replace('_', '-')}": v for k, v in extra.items()})
     return client.containers.run(BASE_IMAGE, ["sleep", "600"], detach=True, init=True,
                                  labels=labels)
+
+
+def _remove(container: Any) -> None:
+    """A test's own container removed at its end, unless another panel's cleanup (another
+    test's, in parallel) got there first."""
+    import docker
+
+    try:
+        container.remove(force=True)
+    except docker.errors.APIError as exc:
+        if exc.status_code not in (404, 409):
+            raise
 
 
 def _exists(container: Any) -> bool:
@@ -186,7 +198,7 @@ def test_a_container_removed_by_another_panel_mid_cleanup_is_simply_gone(
     finally:
         for c in (vanishing, other):
             if _exists(c):
-                c.remove(force=True)
+                _remove(c)
         client.close()
 
 
@@ -227,7 +239,7 @@ def test_a_run_start_keeps_what_is_not_provably_dead(docker_client: Any,
         holder.close()
         for container in made.values():
             if _exists(container):
-                container.remove(force=True)
+                _remove(container)
 
 
 def _panel_cmd(tmp_path: Path, suite: Path, name: str) -> list[str]:

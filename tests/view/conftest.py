@@ -156,6 +156,9 @@ def agent_runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
         proc = run_cli("run", *_PANEL, f"results_dir={results}", f"run={agent}",
                        f"agent={agent}", f"agent.binary={FAKE_CLI}",
                        "agent.env_passthrough=[FAKE_CLI_SCRIPT]",
+                       # Codex reports no cost: on its vendor's endpoint its model is priced
+                       *(["agent.model=m", "+agent.prices.m={input:1.0,output:1.0}"]
+                         if agent == "codex" else []),
                        env={"FAKE_CLI_SCRIPT": script})
         assert proc.returncode == 0, proc.stderr
         runs[agent] = results / "demo" / agent
