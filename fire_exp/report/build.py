@@ -199,6 +199,7 @@ def build_tier_report(runs: Sequence[Path | str], plan: AnalysisPlan | Path | st
         results.append(result)
     reports = [render_report(r, out / r.tier) for r in results]
     partial = "; ".join(f"{r.tier}: {r.status.message}" for r in reports if r.status.partial)
-    table = tiers_table(compare_tiers([(r.tier, r) for r in results]), results[0].reference)
+    table = tiers_table(compare_tiers([(r.tier, r) for r in results]), results[0].reference,
+                        fired=any(runs_policies(r) for r in results))
     write_table(table, out, partial)
     return reports, out / "tiers.md"

@@ -21,8 +21,9 @@ def _cell(value: object, fmt: str) -> str:
     return "–" if pd.isna(value) else fmt.format(value)
 
 
-def tiers_table(data: pd.DataFrame, reference: str) -> ReportTable:
-    """Per tier and arm, the suite metrics of each run (``data``: ``compare_tiers``)."""
+def tiers_table(data: pd.DataFrame, reference: str, fired: bool = True) -> ReportTable:
+    """Per tier and arm, the suite metrics of each run (``data``: ``compare_tiers``);
+    ``fired``: whether any arm runs a policy (else no "fired" column, as the suite table)."""
     rows, rules = [], []
     records = data.to_dict("records")
     for i, r in enumerate(records):
@@ -35,7 +36,8 @@ def tiers_table(data: pd.DataFrame, reference: str) -> ReportTable:
                      fmt_num(r["pass_hat_2_pct"]),
                      "–" if pd.isna(r["improved"]) else
                      f"{int(r['improved'])}/{int(r['regressed'])}",
-                     f"{r['tasks_fired']}/{r['n_tasks']}", fmt_num(r["total_cost_usd"], 2),
+                     *([f"{r['tasks_fired']}/{r['n_tasks']}"] if fired else []),
+                     fmt_num(r["total_cost_usd"], 2),
                      "–" if r["arm"] == reference else _cell(r["cost_change_pct"],
                                                               "{:+.1f}")))
         if i + 1 == len(records) or records[i + 1]["tier"] != r["tier"]:
@@ -43,8 +45,8 @@ def tiers_table(data: pd.DataFrame, reference: str) -> ReportTable:
     return ReportTable(
         "tiers", "Suite metrics per tier and arm (FIRE Table 5)",
         ("tier", "arm", "pass@1 %", f"Δ vs {reference}", "p", "pass@2 %", "pass^2 %",
-         "impr./regr.", "fired", "cost $", "cost Δ %"), tuple(rows), data,
-        align="ll" + "r" * 9, rules_after=tuple(rules),
+         "impr./regr.", *(["fired"] if fired else []), "cost $", "cost Δ %"), tuple(rows),
+        data, align="ll" + "r" * (9 if fired else 8), rules_after=tuple(rules),
         notes=(f"One run per tier; each tier's suite table (suite.csv in its folder). Δ vs "
                f"{reference} in points with 95 % task-bootstrap CI and sign-flip p; cost Δ: "
                f"change of total cost against {reference}.",

@@ -97,8 +97,29 @@ def test_several_runs_compare_tiers(tmp_path):
     assert change == 100 * (base["real"] / base["baseline"] - 1)
     assert (out / "strong" / "contrasts.tex").is_file()
     assert check_tex((out / "tiers.tex").read_text()) == []
+    assert "fired" in (out / "tiers.md").read_text().splitlines()[2]  # the demo's arms fire
     same = run_cli("report", str(weak), str(weak), "--plan", "demo", "--out",
                    str(tmp_path / "o2"), cwd=REPO)
     assert same.returncode == 2 and "second run of tier 'weak'" in same.stderr
     no_out = run_cli("report", str(weak), str(strong), "--plan", "demo", cwd=REPO)
     assert no_out.returncode == 2 and "--out" in no_out.stderr
+
+
+def test_a_tier_table_of_panels_without_policies_has_no_fired_column(tmp_path):
+    """Policy words only where an arm runs a policy: the tiers table of panels whose arms
+    run none (agents-md's) drops "fired", every row as long as the header."""
+    from fire_exp.report.tiers import tiers_table
+
+    tiers = pd.read_csv(_tiers_csv(tmp_path))
+    for fired in (True, False):
+        table = tiers_table(tiers, "baseline", fired=fired)
+        assert ("fired" in table.header) is fired
+        assert {len(row) for row in table.rows} == {len(table.header)}
+
+
+def _tiers_csv(tmp_path):
+    weak, strong = _tier_run(tmp_path / "a", "weak"), _tier_run(tmp_path / "b", "strong")
+    proc = run_cli("report", str(weak), str(strong), "--plan", "demo", "--out",
+                   str(tmp_path / "out"), cwd=REPO)
+    assert proc.returncode == 0, proc.stderr
+    return tmp_path / "out" / "tiers.csv"
