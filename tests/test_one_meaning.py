@@ -187,3 +187,24 @@ def test_a_stop_record_with_a_key_twice_is_refused(tmp_path: Path) -> None:
     (tmp_path / "stopped.json").write_text('{"reason": "budget_usd", "reason": "efficacy"}')
     with pytest.raises(InputError, match="key 'reason' appears twice"):
         read_stop(tmp_path)
+
+
+def test_a_task_toml_with_a_key_twice_is_refused_naming_the_file(tmp_path: Path) -> None:
+    """TOML itself forbids a key written twice (tomllib refuses it): a task's task.toml with
+    one names the file and the line, like the JSON and YAML readers."""
+    import shutil
+
+    from fire_exp.paths import SUITES_DIR
+    from fire_exp.tasks.loader import load_task
+
+    task = tmp_path / "recover-wal-orders"
+    shutil.copytree(SUITES_DIR / "fire-mini" / "recover-wal-orders", task)
+    toml = task / "task.toml"
+    text = toml.read_text()
+    assert 'network_mode = "no-network"' in text
+    toml.write_text(text.replace('network_mode = "no-network"',
+                                 'network_mode = "no-network"\nnetwork_mode = "public"'))
+    line = text.splitlines().index('network_mode = "no-network"') + 2
+    with pytest.raises(InputError, match=rf"task\.toml: line {line}: key 'network_mode' "
+                       "appears twice"):
+        load_task(task)

@@ -83,13 +83,29 @@ def _table(data: dict[str, Any], key: str, path: Path) -> dict[str, Any]:
 
 
 def _parse_toml(path: Path) -> dict[str, Any]:
+    text = read_text(path)
     try:
-        return tomllib.loads(read_text(path))
+        return tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
+        twice = _key_twice(text, str(exc))
+        if twice is not None:
+            raise InputError(path, twice[0], f"key {twice[1]!r} appears twice",
+                             "keep one") from exc
         raise InputError(path, "<toml>", f"malformed TOML: {exc}", "fix the syntax") from exc
     except (RecursionError, ValueError) as exc:  # nested too deeply; a 5,000-digit integer
         raise InputError(path, "<toml>", "nested too deeply, or an integer of thousands of "
                          "digits", "fix the value") from exc
+
+
+def _key_twice(text: str, message: str) -> tuple[str, str] | None:
+    """tomllib's "Cannot overwrite a value (at line N, …)" as (``line N``, the key written
+    there), so a key twice is named as the JSON and YAML readers name it."""
+    found = re.match(r"Cannot overwrite a value \(at line (\d+)", message)
+    if found is None:
+        return None
+    number = int(found.group(1))
+    line = text.splitlines()[number - 1] if number <= len(text.splitlines()) else ""
+    return f"line {number}", line.split("=", 1)[0].strip() or "?"
 
 
 def _env_table(table: dict[str, Any], where: str, path: Path) -> dict[str, str]:
