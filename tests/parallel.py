@@ -37,6 +37,10 @@ GROUPS: dict[str, tuple[str, ...]] = {
     # Local Ray clusters and the nodes' scratch root /tmp/fire-exp-ray, which test_ray
     # scans whole (attempt_processes(scratch_root())).
     "ray": ("tests/runner/test_ray.py",),
+    # Real model servers (llama.cpp's, two threads each): one at a time, so two never
+    # share the machine's two cores (CI saw a served-model turn take 538 s beside the
+    # SmolLM2 panel, 88 s alone).
+    "model-server": ("tests/agents/test_llama_server.py", "tests/serve/test_served_model.py"),
 }
 
 # Groups whose tests need the machine's Docker engine to themselves: nothing else uses it
