@@ -260,14 +260,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--port", type=int, default=0)
     args = parser.parse_args(argv)
     server = ResponsesServer(solution_responder(), port=args.port)
-    print(server.url(), flush=True)
-    try:
-        server._httpd.serve_forever()
-    except KeyboardInterrupt:
-        pass
-    finally:
-        server._httpd.server_close()
-    return 0
+    from tests.agents.scripted_server import serve_until_interrupted
+
+    return serve_until_interrupted(server._httpd, server.url())
 
 
 if __name__ == "__main__":

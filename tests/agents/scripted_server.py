@@ -244,20 +244,25 @@ class ScriptedServer:
         return Handler
 
 
+def serve_until_interrupted(httpd: Any, url: str) -> int:
+    """Print ``url``, serve ``httpd`` until Ctrl-C, close it (the scripted servers' ``main``)."""
+    print(url, flush=True)
+    try:
+        httpd.serve_forever()
+    except KeyboardInterrupt:
+        pass
+    finally:
+        httpd.server_close()
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     """Serve :func:`solution_responder` until interrupted; prints the base URL."""
     parser = argparse.ArgumentParser(prog="python -m tests.agents.scripted_server")
     parser.add_argument("--port", type=int, default=0)
     args = parser.parse_args(argv)
     server = ScriptedServer(solution_responder(), port=args.port)
-    print(server.base_url, flush=True)
-    try:
-        server._httpd.serve_forever()
-    except KeyboardInterrupt:
-        pass
-    finally:
-        server._httpd.server_close()
-    return 0
+    return serve_until_interrupted(server._httpd, server.base_url)
 
 
 if __name__ == "__main__":
