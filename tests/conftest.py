@@ -16,7 +16,7 @@ import pytest
 
 from fire_exp.environments import session_host
 from fire_exp.runner.cleanup import attempt_processes
-from tests import parallel
+from tests import parallel, timeline
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -93,6 +93,7 @@ def pids_working_under(root: Path) -> list[int]:
 
 def pytest_configure(config: pytest.Config) -> None:
     parallel.start_worker(config)
+    timeline.register(config)
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
@@ -102,3 +103,4 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 @pytest.hookimpl(wrapper=True, tryfirst=True)  # outside pytest-timeout: a wait for the lock is no test time
 def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> object:
     return (yield from parallel.around_test(item, nextitem))
+
