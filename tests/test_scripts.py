@@ -37,7 +37,6 @@ def _run(tmp_path: Path, docker_ok: bool, have: tuple[str, ...] = (
     (repo / "scripts").mkdir(parents=True)
     (repo / ".ci").mkdir()
     shutil.copy2(ROOT / "scripts" / "test", repo / "scripts" / "test")
-    _stub(repo / ".ci", "llama-wheels", "true")
     _stub(repo / ".ci", "llama-server", "true")
     (repo / ".ci" / "calls").symlink_to(tmp_path / "calls")
     # Only the stand-ins and the few tools the script itself uses: what is not stubbed is
@@ -58,7 +57,7 @@ def test_the_test_command_installs_bootstraps_then_runs_pytest(tmp_path: Path) -
     proc, calls = _run(tmp_path, docker_ok=True)
     assert proc.returncode == 0, proc.stderr
     assert calls == ["docker info", "python -m pip install -q -e .[test]",
-                     "fire-exp images bootstrap", "llama-wheels ", "llama-server ",
+                     "fire-exp images bootstrap", "llama-server ",
                      f"{PYTEST} tests/stats -x"]
     assert "scripts/test: set-up" in proc.stderr and "scripts/test: tests" in proc.stderr
 

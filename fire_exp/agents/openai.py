@@ -159,8 +159,8 @@ class OpenAIAgent:
             if exc.status in (404, 405):
                 return  # a server without a models list; the first call will tell
             hint = ("check the key in agent.api_key_env" if exc.status in (401, 403) else
-                    "start an OpenAI-compatible server there (e.g. `python -m "
-                    "llama_cpp.server --model M.gguf --port 8080`) or set agent.base_url")
+                    "start an OpenAI-compatible server there (e.g. `fire-exp serve-model "
+                    "--model smollm2-135m`) or set agent.base_url")
             raise PreflightError(f"agent=openai: the endpoint {self.base_url} does not "
                                  f"answer: {exc}", hint) from None
 

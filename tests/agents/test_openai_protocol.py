@@ -210,7 +210,7 @@ def test_preflight_names_the_endpoint_and_how_to_start_a_server(fake_key) -> Non
 
     url = f"http://127.0.0.1:{_closed_port()}/v1"
     agent = OpenAIAgent(base_url=url, api_key_env=KEY_ENV)
-    with pytest.raises(PreflightError, match=rf"{url}.*llama_cpp\.server") as info:
+    with pytest.raises(PreflightError, match=rf"{url}.*serve-model") as info:
         agent.preflight()
     assert "\n" not in str(info.value)
 
