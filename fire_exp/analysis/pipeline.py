@@ -99,8 +99,14 @@ class Resampled:
     """Every table's builder and the one draw of resamples they read (``resample``)."""
 
     inputs: AnalysisInputs
+    from_run: tuple[tuple[str, Builder], ...]  # built first, while the draw may run
     builders: tuple[tuple[str, Builder], ...]
     results: BootstrapResults
+
+    @property
+    def names(self) -> list[str]:
+        """Every table's name, in the order built."""
+        return [name for name, _ in self.from_run + self.builders]
 
 
 def _inputs(source: Source, merge_runs: bool, plan: AnalysisPlan | None) -> RunInputs:
@@ -169,17 +175,18 @@ def _check_tables(tables: Sequence[Table]) -> None:
 
 
 def resample(run: ConformingRun, tables: Sequence[Table] = TABLES) -> Resampled:
-    """Every table asks for its columns, then the resamples are drawn, once (in a child
-    process when large, while the tables that need none are built)."""
+    """Every table asks for its columns, in order; then the resamples are drawn, once (in a
+    child process when the work is large)."""
     _check_tables(tables)
     inputs = _analysis_inputs(run)
     boot = SharedBootstrap(inputs.plan, inputs.attempts)
-    builders = tuple((t.name, t.request(inputs, boot)) for t in tables)
+    builders = [(t, t.request(inputs, boot)) for t in tables]
     if inputs.loaded.coding_errors:
         inputs.notes.append(f"{inputs.loaded.coding_errors} scored attempt(s) have a family "
                             "whose extractor raised: that family is uncoded there (see "
                             "coding_errors in the records)")
-    return Resampled(inputs, builders, boot.run())
+    return Resampled(inputs, tuple((t.name, b) for t, b in builders if not t.reads_resamples),
+                     tuple((t.name, b) for t, b in builders if t.reads_resamples), boot.run())
 
 
 def _stopped_status(status: RunStatus, inputs: RunInputs) -> RunStatus:
@@ -212,9 +219,10 @@ def _metadata(choice: PlanChoice, inputs: RunInputs, att: pd.DataFrame, k: int,
 
 
 def build_tables(resampled: Resampled) -> AnalysisResult:
-    """Every table, in order, each builder seeing the tables built before it."""
+    """Every table: those built from the run alone first (while the resamples may still be
+    drawing), then the others in order, each seeing the tables built before it."""
     inputs, frames, said = resampled.inputs, dict[str, pd.DataFrame](), dict[str, object]()
-    for name, builder in resampled.builders:
+    for name, builder in resampled.from_run + resampled.builders:
         frames[name] = builder(Built(inputs, resampled.results, dict(frames), said))
     run, plan, s = inputs.run, inputs.plan, inputs.suite
     sequential = sequential_summary(run.records.finished if run.records else None, plan,

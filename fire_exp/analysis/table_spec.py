@@ -10,9 +10,10 @@ apart:
 2. ``Builder(built)``: given ``Built``, which exists only once the resamples are drawn (its
    ``results``) and holds the tables built before it, it returns its frame.
 
-A table that needs no resample returns a builder at once (``needs_nothing``). The tables of
-an analysis are ``fire_exp.analysis.tables.TABLES``, in order; adding one is one entry
-there (docs/architecture.md, "Add a table").
+A table built from the run alone is ``Table.of_run(name, frame)``; it is built first, while
+the resamples may still be drawing. The tables of an analysis are
+``fire_exp.analysis.tables.TABLES``, in order; adding one is one entry there
+(docs/architecture.md, "Add a table").
 """
 
 from __future__ import annotations
@@ -31,8 +32,7 @@ from fire_exp.analysis.run import PlanChoice, RunInputs
 from fire_exp.analysis.suite import Suite
 from fire_exp.stats import CohortAggregates
 
-__all__ = ["AnalysisInputs", "Builder", "Built", "ResampleRequest", "Table", "TableRequest",
-           "needs_nothing"]
+__all__ = ["AnalysisInputs", "Builder", "Built", "ResampleRequest", "Table", "TableRequest"]
 
 
 @dataclass(frozen=True)
@@ -101,7 +101,7 @@ class Built:
     metadata: dict[str, object]
 
     def frame(self, name: str) -> pd.DataFrame:
-        """A table built earlier (a table reads only those before it in ``TABLES``)."""
+        """A table built earlier: one before it in ``TABLES``, or any ``Table.of_run``."""
         if name not in self.tables:
             raise KeyError(f"table {name!r} is not built yet: a table reads only the tables "
                            f"before it (built: {', '.join(self.tables) or 'none'})")
@@ -119,15 +119,24 @@ class TableRequest(Protocol):
 
 @dataclass(frozen=True)
 class Table:
-    """One table of the analysis: its name (``NAME.csv``) and its two phases."""
+    """One table of the analysis: its name (``NAME.csv``) and its two phases.
+
+    ``reads_resamples`` false (``Table.of_run``): the table is built from the run alone,
+    before every table that reads resamples, while they may still be drawing.
+    """
 
     name: str
     request: TableRequest
+    reads_resamples: bool = True
+
+    @classmethod
+    def of_run(cls, name: str, frame: Callable[[AnalysisInputs], pd.DataFrame]) -> Table:
+        """A table that reads no resample and no other table: ``frame(run)``."""
+        return cls(name, _needs_nothing(frame), reads_resamples=False)
 
 
-def needs_nothing(frame: Callable[[AnalysisInputs], pd.DataFrame]) -> TableRequest:
-    """The request of a table that reads no resample: ``frame(run)``, built in the second
-    phase (while the resamples may still be drawing)."""
+def _needs_nothing(frame: Callable[[AnalysisInputs], pd.DataFrame]) -> TableRequest:
+    """The request of a table that asks for no column: its builder is ``frame(run)``."""
 
     def request(run: AnalysisInputs, resamples: ResampleRequest, /) -> Builder:
         return lambda built: frame(built.inputs)

@@ -55,7 +55,6 @@ from fire_exp.analysis.table_spec import (
     Built,
     ResampleRequest,
     Table,
-    needs_nothing,
 )
 from fire_exp.stats import CohortAggregates, child_rng, interaction
 
@@ -217,27 +216,28 @@ def _accounting(run: AnalysisInputs) -> pd.DataFrame:
     return accounting_frame(run.loaded, run.run.records, run.run.prereg, run.arms)
 
 
+# Asked and built in this order, but every ``Table.of_run`` is built first (during the
+# draw); contrasts come first of the rest, their sign-flip tests before the first wait.
 TABLES: tuple[Table, ...] = (
-    Table("pass_rates", _pass_rates),
     Table("contrasts", _contrasts),
     Table("sensitivity", _sensitivity),
+    Table("pass_rates", _pass_rates),
     Table("interaction", _interaction),
-    Table("transitions", needs_nothing(_transitions)),
-    Table("pass_k", needs_nothing(_pass_k)),
+    Table.of_run("transitions", _transitions),
+    Table.of_run("pass_k", _pass_k),
     Table("cost", _cost),
-    Table("errors", needs_nothing(lambda run: errors_frame(run.attempts,
-                                                           run.loaded.superseded))),
-    Table("funnel", needs_nothing(lambda run: funnel_frame(run.attempts, run.plan.cohorts))),
-    Table("family_funnel", needs_nothing(lambda run: family_funnel_frame(run.loaded.families))),
-    Table("near_miss", needs_nothing(lambda run: near_miss_frame(
-        run.attempts, run.loaded.families, run.arms, run.main_cohort))),
+    Table.of_run("errors", lambda run: errors_frame(run.attempts, run.loaded.superseded)),
+    Table.of_run("funnel", lambda run: funnel_frame(run.attempts, run.plan.cohorts)),
+    Table.of_run("family_funnel", lambda run: family_funnel_frame(run.loaded.families)),
+    Table.of_run("near_miss", lambda run: near_miss_frame(
+        run.attempts, run.loaded.families, run.arms, run.main_cohort)),
     Table("suite", _suite),
     Table("suite_transitions", _suite_transitions),
     Table("reliability", _reliability),
-    Table("tasks", needs_nothing(lambda run: tasks_frame(run.aggregates))),
-    Table("accounting", needs_nothing(_accounting)),
-    Table("prereg", needs_nothing(lambda run: prereg_frame(run.run.prereg))),
-    Table("ablation", needs_nothing(lambda run: ablation_contrasts(run.loaded, run.plan))),
-    Table("arm_changes", needs_nothing(lambda run: arm_changes_frame(
-        run.run.records, run.run.prereg, run.arms))),
+    Table.of_run("tasks", lambda run: tasks_frame(run.aggregates)),
+    Table.of_run("accounting", _accounting),
+    Table.of_run("prereg", lambda run: prereg_frame(run.run.prereg)),
+    Table.of_run("ablation", lambda run: ablation_contrasts(run.loaded, run.plan)),
+    Table.of_run("arm_changes", lambda run: arm_changes_frame(
+        run.run.records, run.run.prereg, run.arms)),
 )

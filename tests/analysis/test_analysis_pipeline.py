@@ -28,7 +28,6 @@ from fire_exp.analysis.table_spec import (
     Built,
     ResampleRequest,
     Table,
-    needs_nothing,
 )
 from fire_exp.analysis.tables import TABLES
 from fire_exp.report.render import write_tables
@@ -81,9 +80,16 @@ def test_a_table_registered_in_one_place_is_built_and_written(fast_plan: Analysi
     assert pd.read_csv(tmp_path / "real_all.csv").n_tasks.tolist() == [row.n_tasks]
 
 
+def _reads_suite(run: AnalysisInputs, resamples: ResampleRequest) -> Builder:
+    return lambda done: done.frame("suite")
+
+
 def test_a_table_reads_only_the_tables_before_it(fast_plan: AnalysisPlan) -> None:
-    with pytest.raises(KeyError, match="'pass_k' is not built yet"):
-        analyze(sim24_panel(), fast_plan, tables=(Table("real_all", _real_on_all), *TABLES))
+    first = Table("reads_suite", _reads_suite)
+    with pytest.raises(KeyError, match="'suite' is not built yet"):
+        analyze(sim24_panel(), fast_plan, tables=(first, *TABLES))
+    result = analyze(sim24_panel(), fast_plan, tables=(*TABLES, first))
+    pd.testing.assert_frame_equal(result.extra["reads_suite"], result.suite)
 
 
 def test_a_column_asked_for_after_the_draw_is_refused(fast_plan: AnalysisPlan) -> None:
@@ -98,8 +104,8 @@ def test_a_column_asked_for_after_the_draw_is_refused(fast_plan: AnalysisPlan) -
 
 
 @pytest.mark.parametrize(("tables", "message"), [
-    ((*TABLES, TABLES[0]), r"registered twice: \['pass_rates'\]"),
-    (TABLES[1:], r"not registered: \['pass_rates'\]"),
+    ((*TABLES, TABLES[0]), r"registered twice: \['contrasts'\]"),
+    (TABLES[1:], r"not registered: \['contrasts'\]"),
 ])
 def test_a_table_twice_or_a_result_table_missing_is_refused(
         fast_plan: AnalysisPlan, tables: tuple[Table, ...], message: str) -> None:
@@ -109,14 +115,15 @@ def test_a_table_twice_or_a_result_table_missing_is_refused(
 
 def test_the_stages_compose_to_analyze(fast_plan: AnalysisPlan) -> None:
     staged = resample(conform(validate(load(sim24_panel(), fast_plan))))
-    assert [name for name, _ in staged.builders] == [t.name for t in TABLES]
+    assert sorted(staged.names) == sorted(t.name for t in TABLES)
+    assert [name for name, _ in staged.from_run] == [t.name for t in TABLES
+                                                     if not t.reads_resamples]
     whole = analyze(sim24_panel(), fast_plan)
     assert staged.inputs.notes == list(whole.notes)
 
 
 def test_a_table_needing_no_resample_is_built_from_the_run(fast_plan: AnalysisPlan) -> None:
-    count = Table("n_attempts", needs_nothing(
-        lambda run: pd.DataFrame([{"n": len(run.attempts)}])))
+    count = Table.of_run("n_attempts", lambda run: pd.DataFrame([{"n": len(run.attempts)}]))
     result = analyze(sim24_panel(), fast_plan, tables=(*TABLES, count))
     assert result.extra["n_attempts"].n.tolist() == [int(result.pass_rates.query(
         "cohort == 'all'").attempts.sum())]
