@@ -11,8 +11,7 @@ from omegaconf import OmegaConf
 from fire_exp.config import run_config_from_dict
 from fire_exp.errors import InputError
 from fire_exp.paths import CONFIG_DIR
-from fire_exp.registry import REGISTRY
-from fire_exp.runner.build import agent_factory, build_panel
+from fire_exp.runner.build import agent_factory, build_panel, environment_factory, make_executor
 
 
 def choices(group: str) -> list[str]:
@@ -40,12 +39,19 @@ def test_every_agent_config_builds(agent: str) -> None:
     assert agent_factory(config.agent).make().name == config.agent.name
 
 
-@pytest.mark.parametrize("group", ["environment", "executor"])
-def test_every_environment_and_executor_is_registered(group: str) -> None:
-    for name in choices(group):
-        config = compose_run(f"{group}={name}")
-        component = getattr(config, group)
-        assert callable(REGISTRY.get(group, component.name))
+@pytest.mark.parametrize("name", choices("environment"))
+def test_every_environment_config_builds_the_backend_it_names(name: str) -> None:
+    component = compose_run(f"environment={name}").environment
+    factory = environment_factory(component)
+    assert factory.backend_class is not None and factory.backend_class.name == name
+    assert dict(factory.params) == component.params  # every setting reaches the backend
+
+
+@pytest.mark.parametrize("name", choices("executor"))
+def test_every_executor_config_builds_the_executor_it_names(name: str) -> None:
+    component = compose_run(f"executor={name}").executor
+    executor = make_executor(component)
+    assert executor.name == name and executor.workers == component.params["workers"]
 
 
 def test_overrides_reach_the_typed_config() -> None:

@@ -4,6 +4,7 @@ and .ci/run calls exactly it. Run against stand-in commands: nothing is installe
 from __future__ import annotations
 
 import os
+import shlex
 import shutil
 import subprocess
 from pathlib import Path
@@ -106,7 +107,50 @@ def test_the_test_command_fails_without_docker(tmp_path: Path) -> None:
     assert calls == ["docker info"]
 
 
+def shell_commands(script: str) -> list[str]:
+    """The commands of a shell script, one per line, comments left out (words re-joined
+    by one space, quotes removed)."""
+    commands = []
+    for number, line in enumerate(script.splitlines(), 1):
+        try:
+            words = shlex.split(line, comments=True)
+        except ValueError as exc:  # a quote spanning lines: the check cannot read it
+            raise AssertionError(f".ci/run line {number}: {exc}") from exc
+        if words:
+            commands.append(" ".join(words))
+    return commands
+
+
+def ci_problems(script: str) -> list[str]:
+    """What .ci/run (``script``) does not do of what CI must: refuse a machine without
+    Docker, lint and type-check, then call the test command, exactly and last."""
+    commands = shell_commands(script)
+    problems = []
+    if not any(c.startswith("if ! docker info") for c in commands) or "exit 1" not in commands:
+        problems.append("no Docker check that exits 1")
+    for stage in ("stage lint ruff check fire_exp tests portfolios benchmarks",
+                  "stage type check mypy"):
+        if stage not in commands:
+            problems.append(f"no command {stage!r}")
+    if not commands or commands[-1] != "scripts/test":
+        problems.append(f"the last command is {commands[-1:]}, not scripts/test")
+    others = [c for c in commands[:-1] if "pytest" in c or "scripts/test" in c]
+    if others:
+        problems.append(f"tests run besides the test command: {others}")
+    return problems
+
+
 def test_ci_calls_exactly_the_test_command() -> None:
-    lines = [x.strip() for x in (ROOT / ".ci" / "run").read_text().splitlines()]
-    assert lines[-1] == "scripts/test"
-    assert "docker info" in (ROOT / ".ci" / "run").read_text()  # Docker-missing failure kept
+    assert ci_problems((ROOT / ".ci" / "run").read_text()) == []
+
+
+def test_a_ci_run_that_says_so_only_in_comments_is_caught(tmp_path: Path) -> None:
+    real = (ROOT / ".ci" / "run").read_text()
+    (tmp_path / "run").write_text("".join(f"# {line}\n" for line in real.splitlines()))
+    assert len(ci_problems((tmp_path / "run").read_text())) == 4  # nothing is done
+    no_docker = real.replace("if ! docker info", "# if ! docker info").replace(
+        "  exit 1\nfi", "  true\n")
+    assert ci_problems(no_docker) == ["no Docker check that exits 1"]
+    assert ci_problems(real + "# scripts/test --fast\n") == []
+    assert ci_problems(real.replace("scripts/test", "scripts/test --fast")) == [
+        "the last command is ['scripts/test --fast'], not scripts/test"]

@@ -5,9 +5,11 @@
 
 from fire_exp.analysis.accounting import RunStatus
 from fire_exp.analysis.arms import ARM_ORDER, arms_in_order
+from fire_exp.analysis.cohorts import CONTRAST_LEADING_COLUMNS
 from fire_exp.analysis.conformance import check_conformance
 from fire_exp.analysis.dry_run import dry_analysis
 from fire_exp.analysis.load import LoadedAttempts, load_attempts, normalize_frame
+from fire_exp.analysis.pipeline import analyze
 from fire_exp.analysis.plan import AnalysisPlan, load_plan, parse_contrast
 from fire_exp.analysis.result import AnalysisResult
 from fire_exp.analysis.run import PlanChoice, RunInputs, choose_plan, read_run, resolve_plan
@@ -18,7 +20,6 @@ from fire_exp.analysis.sequential import (
     sequential_state,
     sequential_summary,
 )
-from fire_exp.analysis.tables import CONTRAST_LEADING_COLUMNS, analyze
 from fire_exp.analysis.tiers import compare_tiers
 
 __all__ = [

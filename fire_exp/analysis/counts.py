@@ -8,8 +8,8 @@ import pandas as pd
 
 from fire_exp.analysis.arms import cohort_attempts
 
-__all__ = ["errors_frame", "funnel_frames", "grouped_counts", "near_miss_frame",
-           "pass_k_frame"]
+__all__ = ["errors_frame", "family_funnel_frame", "funnel_frame", "grouped_counts",
+           "near_miss_frame", "pass_k_frame"]
 
 Row = dict[str, Any]
 
@@ -18,10 +18,10 @@ def pass_k_frame(arm_rows: list[Row]) -> pd.DataFrame:
     """One row per cohort, arm and k of each arm's pass@k / pass^k curve."""
     rows = [{"cohort": r["cohort"], "arm": r["arm"], "k": k, "n_tasks": r["n_tasks"],
              "pass_at_k_pct": 100 * at, "pass_hat_k_pct": 100 * hat,
-             "consistency": r["_curve"].consistency}
+             "consistency": r["curve"].consistency}
             for r in arm_rows
-            for k, at, hat in zip(r["_curve"].k, r["_curve"].pass_at_k,
-                                  r["_curve"].pass_hat_k, strict=True)]
+            for k, at, hat in zip(r["curve"].k, r["curve"].pass_at_k,
+                                  r["curve"].pass_hat_k, strict=True)]
     return pd.DataFrame(rows)
 
 
@@ -63,18 +63,21 @@ def _pick(row: Row, names: tuple[str, ...]) -> Row:
     return {name: row[name] for name in names}
 
 
-def funnel_frames(att: pd.DataFrame, fam: pd.DataFrame, cohorts: list[str],
-                  ) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """The funnel per cohort and arm, and per family and arm (attempt counts)."""
-    rows = [{"cohort": cohort, "arm": r["arm"], **_pick(r, _STAGES),
-             "near_miss_pct": r["near_miss_pct"]}
-            for cohort in cohorts
-            for r in grouped_counts(cohort_attempts(att, cohort), ["arm"], _FUNNEL)]
-    fam_rows = [] if fam.empty else [
+def funnel_frame(att: pd.DataFrame, cohorts: list[str]) -> pd.DataFrame:
+    """The funnel per cohort and arm (attempt counts)."""
+    return pd.DataFrame([{"cohort": cohort, "arm": r["arm"], **_pick(r, _STAGES),
+                          "near_miss_pct": r["near_miss_pct"]}
+                         for cohort in cohorts
+                         for r in grouped_counts(cohort_attempts(att, cohort), ["arm"],
+                                                 _FUNNEL)])
+
+
+def family_funnel_frame(fam: pd.DataFrame) -> pd.DataFrame:
+    """The funnel per policy family and arm (attempt counts; empty without families)."""
+    return pd.DataFrame([] if fam.empty else [
         {"family": r["family"], "arm": r["arm"], **_pick(r, _STAGES),
          "near_miss_pct": r["near_miss_pct"]}
-        for r in grouped_counts(fam, ["family", "arm"], _FAMILY)]
-    return pd.DataFrame(rows), pd.DataFrame(fam_rows)
+        for r in grouped_counts(fam, ["family", "arm"], _FAMILY)])
 
 
 def errors_frame(att: pd.DataFrame, superseded: pd.DataFrame) -> pd.DataFrame:

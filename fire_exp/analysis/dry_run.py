@@ -59,7 +59,7 @@ def dry_analysis(plan: AnalysisPlan, path: Path | str, tasks: Mapping[str, str],
     Raises:
         InputError: naming the plan and what the analysis could not do.
     """
-    from fire_exp.analysis.tables import analyze
+    from fire_exp.analysis.pipeline import analyze
 
     cheap = plan.model_copy(update={
         "bootstrap": plan.bootstrap.model_copy(

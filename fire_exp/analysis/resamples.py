@@ -89,6 +89,7 @@ class SharedBootstrap:
         self._rows = 0
         self._columns: dict[str, tuple[str, pd.Series]] = {}
         self._ratios: dict[str, tuple[str, pd.Series, pd.Series]] = {}
+        self._drawn = False
 
     def _block(self, cohort: str) -> tuple[pd.Index, int]:
         if cohort not in self._blocks:
@@ -102,7 +103,15 @@ class SharedBootstrap:
             ratios: Mapping[str, tuple[pd.Series, pd.Series]] | None = None) -> None:
         """Ask for intervals, on ``cohort``'s resamples, of task means (``columns``: task
         -> value, NaN or absent for a task the column leaves out) and of ratios of sums
-        (``ratios``)."""
+        (``ratios``).
+
+        Raises:
+            RuntimeError: the resamples are already drawn (``run``): a column asked for
+                afterwards would have no interval.
+        """
+        if self._drawn:
+            raise RuntimeError(f"columns of {scope!r} asked for after the resamples were "
+                               "drawn: ask in a table's first phase")
         self._block(cohort)
         for name, values in columns.items():
             if values.notna().any():  # a column with no task gets no interval
@@ -124,6 +133,7 @@ class SharedBootstrap:
         """Start drawing each cohort's resamples once (in a child process when the work is
         large); the intervals of every column asked for, when they are read."""
         plan = self._plan
+        self._drawn = True
         if not self._columns and not self._ratios:
             return BootstrapResults(None, plan.bootstrap.confidence_level)
         strata = [Stratum(slice(start, start + len(tasks)),

@@ -11,7 +11,7 @@ import pandas as pd
 from fire_exp.analysis.accounting import RunStatus
 from fire_exp.analysis.plan import AnalysisPlan
 
-__all__ = ["AnalysisResult"]
+__all__ = ["TABLE_FIELDS", "AnalysisResult"]
 
 _ONLY_WHEN_PRESENT = frozenset({"arm_changes"})  # tables of declared arms only
 
@@ -87,6 +87,9 @@ class AnalysisResult:
             cost_per_record_usd`` over every finished record; absent (not written) for a
             panel of preset arms only.
 
+        extra: the tables of ``analyze(tables=...)`` that are not fields here, by name,
+            in the order built (written after the fields' tables).
+
     Attributes beyond the tables:
         plan: the plan analysed with.
         arms: the arms present, in the paper's order.
@@ -125,6 +128,7 @@ class AnalysisResult:
     plan: AnalysisPlan
     ablation: pd.DataFrame = field(default_factory=pd.DataFrame)
     arm_changes: pd.DataFrame = field(default_factory=pd.DataFrame)
+    extra: Mapping[str, pd.DataFrame] = field(default_factory=dict)
     arms: tuple[str, ...] = ()
     reference: str = ""
     main_cohort: str = "all"
@@ -139,6 +143,10 @@ class AnalysisResult:
     def tables(self) -> dict[str, pd.DataFrame]:
         """The tables by name, in a fixed order (an empty table only some runs have, like
         ``arm_changes``, left out)."""
-        return {f.name: value for f in fields(self)
-                if isinstance(value := getattr(self, f.name), pd.DataFrame)
-                and not (f.name in _ONLY_WHEN_PRESENT and value.empty)}
+        named = {name: getattr(self, name) for name in TABLE_FIELDS}
+        return {name: frame for name, frame in {**named, **self.extra}.items()
+                if not (name in _ONLY_WHEN_PRESENT and frame.empty)}
+
+
+TABLE_FIELDS = tuple(f.name for f in fields(AnalysisResult) if f.type == "pd.DataFrame")
+"""The fields of ``AnalysisResult`` that are tables, in order."""

@@ -181,6 +181,11 @@ class ResponsesServer:
     def port(self) -> int:
         return int(self._httpd.server_address[1])
 
+    @property
+    def httpd(self) -> ThreadingHTTPServer:
+        """The HTTP server itself (to serve it in the foreground)."""
+        return self._httpd
+
     def url(self, host: str = "127.0.0.1") -> str:
         """The base URL as a client at ``host`` names it (Codex appends ``/responses``)."""
         return f"http://{host}:{self.port}/v1"
@@ -262,7 +267,7 @@ def main(argv: list[str] | None = None) -> int:
     server = ResponsesServer(solution_responder(), port=args.port)
     from tests.agents.scripted_server import serve_until_interrupted
 
-    return serve_until_interrupted(server._httpd, server.url())
+    return serve_until_interrupted(server.httpd, server.url())
 
 
 if __name__ == "__main__":

@@ -167,6 +167,11 @@ class ScriptedServer:
         self._thread = threading.Thread(target=self._httpd.serve_forever, daemon=True)
 
     @property
+    def httpd(self) -> ThreadingHTTPServer:
+        """The HTTP server itself (to serve it in the foreground)."""
+        return self._httpd
+
+    @property
     def base_url(self) -> str:
         return f"http://127.0.0.1:{self._httpd.server_address[1]}/v1"
 
@@ -262,7 +267,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--port", type=int, default=0)
     args = parser.parse_args(argv)
     server = ScriptedServer(solution_responder(), port=args.port)
-    return serve_until_interrupted(server._httpd, server.base_url)
+    return serve_until_interrupted(server.httpd, server.base_url)
 
 
 if __name__ == "__main__":

@@ -44,7 +44,7 @@ def test_the_endpoint_is_one_line_on_the_command_line(name: str) -> None:
         ("http://10.1.2.3:8799/v1", "local-coder", "LOCAL_KEY")
     from fire_exp.environments.egress import parse_endpoint
 
-    assert ("10.1.2.3", 8799) in {parse_endpoint(a) for a in agent._allowed({})}
+    assert ("10.1.2.3", 8799) in {parse_endpoint(a) for a in agent.allowed_endpoints({})}
 
 
 def test_a_base_url_that_is_not_http_is_refused_where_it_enters() -> None:

@@ -61,7 +61,8 @@ def test_import_alone_lists_the_kinds() -> None:
 
 def test_a_registered_importer_is_a_kind(monkeypatch: pytest.MonkeyPatch, tmp_path: Path,
                                          capsys: pytest.CaptureFixture[str]) -> None:
-    monkeypatch.setitem(REGISTRY._entries["importer"], "lines", LinesImporter)
+    # Registered for this test alone (the registry has no unregister; monkeypatch undoes it).
+    monkeypatch.setitem(REGISTRY._entries["importer"], "lines", LinesImporter)  # noqa: SLF001
     assert isinstance(LinesImporter(), Importer)
     assert import_.main([]) == 0 and "lines      text files" in capsys.readouterr().out
     src, out = tmp_path / "r.txt", tmp_path / "attempts.jsonl"

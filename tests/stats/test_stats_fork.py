@@ -104,7 +104,7 @@ def test_a_child_never_waited_for_is_stopped_and_reaped():
         return np.zeros(1)
 
     child = _Child(compute, (1,))
-    pid = child._pid
+    pid = child._pid  # noqa: SLF001 (the child's process, to see it reaped)
     assert not _gone(pid)
     del child
     gc.collect()

@@ -343,7 +343,7 @@ class CodingCliAgent:
                 record.parent.mkdir(parents=True, exist_ok=True)
                 record.write_text(json.dumps(settings, indent=1))  # what the CLI was given
             # Opened first: the CLI is given the endpoint's URL as the box reaches it.
-            egress = env.open_egress(self._allowed(passed), files.egress_log)
+            egress = env.open_egress(self.allowed_endpoints(passed), files.egress_log)
             endpoint = self.dialect.endpoint(agent_dir, box_url(egress, self.base_url),
                                              self.model, self.api_key_env)
             for path, data in (self.dialect.files(agent_dir, settings) | endpoint.files).items():
@@ -443,7 +443,7 @@ class CodingCliAgent:
             passed[self.api_key_env] = _NO_KEY
         return passed
 
-    def _allowed(self, passed: Mapping[str, str]) -> list[str]:
+    def allowed_endpoints(self, passed: Mapping[str, str]) -> list[str]:
         """The endpoints the CLI may reach: the agent's list, ``base_url``'s host:port, and
         any ``*_BASE_URL`` variable it passes."""
         allowed = list(self.egress)
