@@ -184,6 +184,9 @@ class AttemptRecord(_Model):
     # members (links out of the folder, FIFOs, devices), what passed the fetch cap, names
     # the redaction renamed. The agent's own doing: the attempt stays as it ended.
     withheld: list[str] = Field(default_factory=list)
+    # The task's network_mode when its box did not enforce it (local, run with
+    # environment.allow_network=true); written only then (record_to_line).
+    network_not_enforced: str | None = None
 
     @property
     def fair(self) -> bool:
@@ -233,8 +236,12 @@ class ReadResult:
 
 
 def record_to_line(record: AttemptRecord | StartedRecord) -> str:
-    """Serialise a record as one JSON line (keys in schema order, no trailing newline)."""
-    return json.dumps(record.model_dump(mode="json"), separators=(",", ":"), allow_nan=False)
+    """Serialise a record as one JSON line (keys in schema order, no trailing newline);
+    ``network_not_enforced`` only where the network was not enforced."""
+    data = record.model_dump(mode="json")
+    if data.get("network_not_enforced", "") is None:
+        del data["network_not_enforced"]
+    return json.dumps(data, separators=(",", ":"), allow_nan=False)
 
 
 def append_records(path: Path, records: Iterable[AttemptRecord | StartedRecord]) -> None:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping, Sequence, Set
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
@@ -12,7 +12,7 @@ from fire_exp.agents.session import AgentSession
 from fire_exp.records import Cause, Usage
 
 if TYPE_CHECKING:
-    from fire_exp.environments.base import Environment
+    from fire_exp.environments.base import Capability, Environment
     from fire_exp.tasks.model import Task
 
 
@@ -49,9 +49,9 @@ class Agent(Protocol):
     name: str
     tier: str | None
 
-    def preflight(self, environment: str) -> None:
-        """Check, before a panel's first attempt, that the agent can run at all with the
-        named environment (its binary, key, server). Raises
+    def preflight(self, capabilities: Set[Capability]) -> None:
+        """Check, before a panel's first attempt, that the agent can run at all in a box
+        with ``capabilities`` (its binary, key, server). Raises
         :class:`~fire_exp.errors.PreflightError`."""
         ...
 
@@ -80,12 +80,12 @@ class BoxedAgent(Protocol):
         ...
 
 
-def preflight_agent(agent: Agent, environment: str) -> None:
-    """Run ``agent.preflight(environment)``; an agent written before the hook existed has
+def preflight_agent(agent: Agent, capabilities: Set[Capability]) -> None:
+    """Run ``agent.preflight(capabilities)``; an agent written before the hook existed has
     none."""
     check = getattr(agent, "preflight", None)
     if callable(check):
-        check(environment)
+        check(capabilities)
 
 
 class NopAgent:
@@ -94,7 +94,7 @@ class NopAgent:
     name = "nop"
     tier: str | None = None
 
-    def preflight(self, environment: str) -> None:
+    def preflight(self, capabilities: Set[Capability]) -> None:
         """Nothing to check."""
 
     def run(self, session: AgentSession, *, rng: np.random.Generator) -> AgentOutcome:
@@ -110,7 +110,7 @@ class OracleAgent:
     name = "oracle"
     tier: str | None = None
 
-    def preflight(self, environment: str) -> None:
+    def preflight(self, capabilities: Set[Capability]) -> None:
         """Nothing to check (a task without a solution fails its own attempt)."""
 
     def run(self, session: AgentSession, *, rng: np.random.Generator) -> AgentOutcome:

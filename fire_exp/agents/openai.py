@@ -27,6 +27,7 @@ key is read from the environment variable *named* by ``api_key_env`` and never w
 from __future__ import annotations
 
 import os
+from collections.abc import Set
 from typing import Any
 
 import numpy as np
@@ -42,6 +43,7 @@ from fire_exp.agents.chat_client import (
 from fire_exp.agents.session import AgentSession, AgentTimeout
 from fire_exp.agents.tool_calls import ToolCall, assistant_message, tool_message
 from fire_exp.agents.transcript import Transcript, UsageMeter
+from fire_exp.environments.base import Capability
 from fire_exp.environments.redaction import redact_text
 from fire_exp.errors import InputError, PreflightError, ProtocolError
 from fire_exp.records import Cause
@@ -139,7 +141,7 @@ class OpenAIAgent:
         return ChatClient(base_url=self.base_url, api_key=key, retries=self.retries,
                           backoff_s=self.backoff_s, request_timeout_s=self.request_timeout_s)
 
-    def preflight(self, environment: str = "local") -> None:
+    def preflight(self, capabilities: Set[Capability] = frozenset()) -> None:
         """Check the endpoint answers ``GET {base_url}/models`` before a panel starts (the
         agent talks to it from this machine, whatever the environment).
 

@@ -39,6 +39,7 @@ from __future__ import annotations
 
 import json
 import time
+from collections.abc import Set
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -48,6 +49,7 @@ import numpy as np
 from fire_exp.agents.base import AgentOutcome
 from fire_exp.agents.session import AgentSession
 from fire_exp.agents.transcript import Transcript
+from fire_exp.environments.base import Capability
 from fire_exp.errors import InputError
 from fire_exp.files import load_yaml
 from fire_exp.records import Usage
@@ -174,7 +176,7 @@ class SimulatedAgent:
         self.self_check = (self_check or DEFAULT_SELF_CHECK)[tier]
         self.think_s = think_s
 
-    def preflight(self, environment: str) -> None:
+    def preflight(self, capabilities: Set[Capability]) -> None:
         """Nothing to check: the scripts were checked when the panel was built."""
 
     def run(self, session: AgentSession, *, rng: np.random.Generator) -> AgentOutcome:

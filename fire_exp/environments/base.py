@@ -29,7 +29,6 @@ import time
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from enum import StrEnum
 from pathlib import Path
 from types import TracebackType
 from typing import TYPE_CHECKING, Any
@@ -43,6 +42,8 @@ from fire_exp.attempt_paths import (
     in_box,
 )
 from fire_exp.environments.archives import single_file, tar_directory, tar_file
+from fire_exp.environments.capabilities import Capability as Capability
+from fire_exp.environments.capabilities import check_task, network_not_enforced
 from fire_exp.environments.failure import AgentCausedFailure as AgentCausedFailure
 from fire_exp.environments.failure import EnvironmentFailure as EnvironmentFailure
 from fire_exp.environments.fetch import extract_stream
@@ -125,18 +126,6 @@ class BoxPaths:
     agent: str  # a coding-agent CLI's settings and output; no task reads it
 
 
-class Capability(StrEnum):
-    """What a backend can do beyond the contract's core (``Environment.capabilities``)."""
-
-    SERVICES = "services"  # work the agent detached (a server) outlives its session
-    NETWORK_POLICY = "network_policy"  # the task's network_mode is enforced
-    EGRESS_ALLOWLIST = "egress_allowlist"  # open_egress: only listed endpoints are reached
-    HOST_HOOKS = "host_hooks"  # the box is this machine: a hook runs fire-exp's command
-    HOOK_RELAY = "hook_relay"  # open_stream: hook calls in the box are answered on the host
-    INSTALL_AGENT = "install_agent"  # install_agent/prepare_agent: a CLI put into the box
-    AGENT_USER = "agent_user"  # run_agent_as: the agent's session runs as an unprivileged user
-
-
 DEFAULT_FETCH_CAP_MB = 256
 
 
@@ -152,6 +141,9 @@ class Environment(ABC):
 
     name: str = "abstract"
     capabilities: frozenset[Capability] = frozenset()
+    # The setting that lets a task whose network_mode this backend cannot enforce run with
+    # the box's network all the same (None: no such setting; such a task is refused).
+    network_waiver: str | None = None
 
     def __init__(self, task: Task, attempt_dir: Path, attempt_id: str) -> None:
         self.task = task
@@ -353,6 +345,23 @@ class Environment(ABC):
         naming the task, so a broken task stops the run before anything is recorded.
         """
         report(f"environment {cls.name}: nothing to prepare for {len(tasks)} tasks")
+
+    @classmethod
+    def check_tasks(cls, tasks: Sequence[Task], **params: Any) -> None:
+        """Refuse, before the panel's first attempt, a task that needs what this backend
+        cannot give (:func:`~fire_exp.environments.capabilities.check_task`): a service
+        without ``SERVICES``, a ``network_mode`` it cannot enforce unless the setting
+        :attr:`network_waiver` is true. Raises PreflightError naming task, field and fix."""
+        waived = cls.network_waiver is not None and params.get(cls.network_waiver) is True
+        for task in tasks:
+            check_task(task, backend=cls.name, capabilities=cls.capabilities,
+                       waiver=cls.network_waiver, waived=waived)
+
+    @property
+    def network_not_enforced(self) -> str | None:
+        """The task's ``network_mode`` when this box does not enforce it (the record's
+        ``network_not_enforced``); None: public, or enforced."""
+        return network_not_enforced(self.task, self.capabilities)
 
     @classmethod
     def reap_orphans(cls, run_dir: Path | None = None, *, scratch: Path | None = None) -> int:

@@ -44,6 +44,7 @@ from fire_exp.environments.base import (
     SessionEnd,
     Stream,
 )
+from fire_exp.environments.capabilities import network_not_enforced
 from fire_exp.tasks.model import Task
 
 # Variables of the user's environment that commands may see; everything else (API keys
@@ -104,15 +105,26 @@ def _check_preparable(task: Task) -> None:
 
 
 class LocalEnvironment(Environment):
-    """A working folder and process sessions on this machine (not a sandbox)."""
+    """A working folder and process sessions on this machine (not a sandbox).
+
+    Args:
+        task, attempt_dir, attempt_id: as for every environment.
+        keep_workdir: leave the attempt's working folder behind (debugging only).
+        allow_network: run tasks whose ``network_mode`` is not ``public`` with this
+            machine's network, which this backend cannot take away (False: such a task is
+            refused before the panel); each of their records names ``network_not_enforced``.
+    """
 
     name = "local"
-    capabilities = frozenset({Capability.SERVICES, Capability.HOST_HOOKS})
+    capabilities = frozenset({Capability.SERVICES, Capability.HOST_HOOKS,
+                              Capability.HOST_PROGRAMS})
+    network_waiver = "allow_network"
 
     def __init__(self, task: Task, attempt_dir: Path, attempt_id: str,
-                 keep_workdir: bool = False) -> None:
+                 keep_workdir: bool = False, allow_network: bool = False) -> None:
         super().__init__(task, attempt_dir, attempt_id)
         self.keep_workdir = keep_workdir
+        self.allow_network = allow_network
         self.marker = f"{attempt_id.replace('/', '.')}.{os.getpid()}.{id(self):x}"
         self.box = self.files.box
         self.port = 0
@@ -149,10 +161,16 @@ class LocalEnvironment(Environment):
     @classmethod
     def prepare(cls, tasks: Sequence[Task], *, report: Callable[[str], None],
                 **params: Any) -> None:
-        """Check every task can be prepared here (no image to build on this backend)."""
+        """Check every task can be prepared here (no image to build on this backend); say
+        which tasks run with this machine's network though their network_mode says not."""
         for task in tasks:
             _check_preparable(task)
         report(f"environment local: {len(tasks)} tasks can be prepared on this machine")
+        unenforced = [t.name for t in tasks if network_not_enforced(t, cls.capabilities)]
+        if unenforced:
+            report(f"environment local: {len(unenforced)} tasks run with this machine's "
+                   "network, which their network_mode does not allow (allow_network=true; "
+                   "their records name network_not_enforced)")
 
     def _run_setup(self) -> None:
         _check_preparable(self.task)

@@ -237,7 +237,7 @@ def run_attempt(spec: AttemptSpec, env: Environment, agent: Agent, arm_families:
                         verifier_s=round(t_ver, 3), total_s=round(time.monotonic() - t0, 3)),
         usage=usage, config_hash=spec.config_hash, versions=versions or {},
         started_at=started_at, finished_at=now_iso(), log_dir="",
-        withheld=env.withheld + _renamed(env)))
+        withheld=env.withheld + _renamed(env), network_not_enforced=env.network_not_enforced))
 
 
 def _renamed(env: Environment) -> list[str]:

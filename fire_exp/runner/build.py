@@ -178,18 +178,23 @@ def build_panel(config: RunConfig) -> Panel:
 
 
 def prepare_panel(panel: Panel, report: Report | None = None) -> None:
-    """Before the first attempt: check the agent's and the environment's requirements, then
+    """Before the first attempt: check what each task needs of its box against the
+    environment's capabilities, the agent's and the environment's requirements, then
     build or check every task's image. Nothing is recorded; a failure refuses the run.
 
     Raises:
-        PreflightError: the agent or the environment lacks something it needs.
+        PreflightError: a task needs what its box cannot give (a network policy it cannot
+            enforce), or the agent or the environment lacks something it needs.
         EnvironmentFailure: a task's image cannot be built or found.
     """
     def stderr(line: str) -> None:
         print(line, file=sys.stderr, flush=True)
 
+    tasks = list(panel.tasks.values())
+    for environment in [panel.environment, *panel.arm_environments.values()]:
+        environment.check_tasks(tasks)  # a task that needs what its box cannot give
     for factory in [panel.agent, *panel.arm_agents.values()]:
-        preflight_agent(factory.make(), panel.environment.name)
+        preflight_agent(factory.make(), panel.environment.capabilities)
     prepare_nodes = getattr(panel.executor, "prepare", None)
     if prepare_nodes is not None and prepare_nodes(panel, report or stderr):
         return  # a cluster: every node checked and prepared its own environments

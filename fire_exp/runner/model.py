@@ -20,7 +20,7 @@ from fire_exp.analysis.plan import AnalysisPlan
 from fire_exp.arms.place import ArmSetup
 from fire_exp.arms.spec import preset
 from fire_exp.config import RunConfig
-from fire_exp.environments.base import Environment
+from fire_exp.environments.base import Capability, Environment
 from fire_exp.policies.arms import ArmPolicies
 from fire_exp.policies.loader import Portfolio
 from fire_exp.records import AttemptRecord
@@ -83,6 +83,18 @@ class EnvironmentFactory:
         if self.backend_class is None:
             return 0
         return self.backend_class.reap_orphans(run_dir, scratch=scratch)
+
+    @property
+    def capabilities(self) -> frozenset[Capability]:
+        """What the backend can do (none, when the backend is not an Environment class)."""
+        return self.backend_class.capabilities if self.backend_class is not None \
+            else frozenset()
+
+    def check_tasks(self, tasks: Sequence[Task]) -> None:
+        """Refuse a task that needs what the backend cannot give (Environment.check_tasks).
+        Raises PreflightError."""
+        if self.backend_class is not None:
+            self.backend_class.check_tasks(tasks, **self.params)
 
 
 @dataclass(frozen=True)

@@ -4,8 +4,9 @@ The manifest (``panels/NAME.prereg.json``) holds the SHA-256 of every task (cont
 digest), every file of the policy and control folders (the sources, the sham's sentence
 pool, anything a family reads), the analysis plan, each config file byte for
 byte and the agent, environment and panel configs as composed (overrides included), the
-coding-agent CLI's binary (its SHA-256 and ``--version``), the randomized schedule, and the harness's own source (every ``.py`` and ``.sh`` file of the
-package, hashed per file). ``fire-exp run`` recomputes each one and refuses to start if anything
+coding-agent CLI's binary (its SHA-256 and ``--version``), the tasks whose network policy
+the box does not enforce (``network_not_enforced``), the randomized schedule, and the
+harness's own source (every ``.py`` and ``.sh`` file of the package, hashed per file). ``fire-exp run`` recomputes each one and refuses to start if anything
 differs, naming the changed file and both hashes. Freezing and running first check the
 analysis plan against the panel, so an invalid plan is never frozen.
 
@@ -26,6 +27,7 @@ from fire_exp.analysis.plan import check_plan_for_panel, load_plan
 from fire_exp.analysis.plan_sequential import check_sequential_for_panel
 from fire_exp.arms.spec import resolve_agent_config
 from fire_exp.config import RunConfig
+from fire_exp.environments.capabilities import network_not_enforced
 from fire_exp.errors import PreregistrationError
 from fire_exp.manifest import FORMAT, read_manifest
 from fire_exp.paths import CONFIG_DIR, PACKAGE_DIR
@@ -120,6 +122,7 @@ def panel_hashes(panel: Panel) -> dict[str, dict[str, str]]:
                       "sha256": _sha(json.dumps(value, sort_keys=True, default=list))}
     items.update(arm_hashes(panel, files["panel"]))
     items.update(agent_binary_hashes(panel))
+    items.update(unenforced_network_items(panel))
     items["schedule"] = {"path": f"schedule (seed {cfg.seed})",
                          "sha256": schedule_digest(panel.schedule)}
     sources = harness_file_hashes()
@@ -137,13 +140,29 @@ def agent_binary_hashes(panel: Panel) -> dict[str, dict[str, str]]:
     items: dict[str, dict[str, str]] = {}
     for arm, factory in [("", panel.agent), *sorted(panel.arm_agents.items())]:
         identify = getattr(factory.make(), "binary_identity", None)
-        environment = panel.environment_for(arm).name if arm else panel.environment.name
-        found = identify(environment) if callable(identify) else None
+        environment = panel.environment_for(arm) if arm else panel.environment
+        found = identify(environment.capabilities) if callable(identify) else None
         if found is None:
             continue
         key = f"agent_binary:{factory.name}" + (f":{arm}" if arm else "")
         items[key] = {"path": f"{found.path} ({found.version})", "sha256": found.sha256,
                       "version": found.version}
+    return items
+
+
+def unenforced_network_items(panel: Panel) -> dict[str, dict[str, str]]:
+    """``network_not_enforced`` (``:ARM`` for an arm's own environment): the tasks whose
+    ``network_mode`` the box does not enforce, which run so only because the user said so
+    (local's ``allow_network``), named in the manifest. None where every policy is kept."""
+    items: dict[str, dict[str, str]] = {}
+    for arm, environment in [("", panel.environment), *sorted(panel.arm_environments.items())]:
+        names = sorted(name for name, task in panel.tasks.items()
+                       if network_not_enforced(task, environment.capabilities))
+        if names:
+            items["network_not_enforced" + (f":{arm}" if arm else "")] = {
+                "path": f"environment={environment.name} does not enforce the network_mode "
+                        f"of {len(names)} tasks: {', '.join(names)}",
+                "sha256": _sha("\n".join(names))}
     return items
 
 

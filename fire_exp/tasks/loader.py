@@ -208,7 +208,8 @@ def parse_task_toml(path: Path) -> dict[str, Any]:
             storage_mb=_size_mb(env_t, "storage_mb", "storage", path, 10240),
             network_mode=_network_mode(env_t, path),
             workdir=_get(env_t, "workdir", str, "environment", path, "/app"),
-            gpus=int(gpus), env=_env_table(env_t, "environment", path)),
+            gpus=int(gpus), env=_env_table(env_t, "environment", path),
+            services=_get(env_t, "services", bool, "environment", path, False)),
     }
 
 

@@ -48,6 +48,9 @@ class EnvironmentConfig:
     workdir: str = "/app"
     gpus: int = 0
     env: dict[str, str] = field(default_factory=dict)  # ``[environment.env]``: the box's
+    # The verifier checks a service the agent left running after its session ended (a
+    # fire-exp key Harbor ignores): only a box with the SERVICES capability can run it.
+    services: bool = False
 
 
 @dataclass(frozen=True)

@@ -76,7 +76,8 @@ def test_each_dialect_names_the_version_its_values_were_checked_against() -> Non
 
 
 def test_the_backends_declare_what_they_can_do() -> None:
-    assert {c.value for c in LocalEnvironment.capabilities} == {"services", "host_hooks"}
+    assert {c.value for c in LocalEnvironment.capabilities} == {
+        "services", "host_hooks", "host_programs"}
     assert {c.value for c in DockerEnvironment.capabilities} == {
         "services", "network_policy", "egress_allowlist", "hook_relay", "install_agent",
         "agent_user"}

@@ -22,6 +22,8 @@ from fire_exp.agents.coding_agents import (
     parse_claude_stream,
     parse_codex_json,
 )
+from fire_exp.environments.docker import DockerEnvironment
+from fire_exp.environments.local import LocalEnvironment
 from fire_exp.paths import SUITES_DIR
 from fire_exp.policies import ARMS, Event, PolicyRuntime, build_arm, load_portfolio
 from fire_exp.policies.hooks import load_arm_families
@@ -29,6 +31,9 @@ from fire_exp.records import Cause, record_to_line
 from fire_exp.runner.attempt import AttemptSpec
 from tests.agents.agent_support import FAKE_KEY, KEY_ENV, RunFn
 from tests.ci import missing
+
+LOCAL = LocalEnvironment.capabilities  # the box is this machine: its PATH's CLI runs
+BOX = DockerEnvironment.capabilities  # a container: the image's CLI, or a mounted one
 
 FAKE = Path(__file__).with_name("fake_cli.py")
 ROOT = Path(__file__).resolve().parents[2]
@@ -186,7 +191,7 @@ def test_parsers_skip_noise_and_report_failures() -> None:
 
 def test_preflight_reads_the_cli_version() -> None:
     agent = CodexAgent(binary=str(FAKE), model="m", prices={"m": {"input": 1.0, "output": 1.0}})
-    agent.preflight()
+    agent.preflight(LOCAL)
     assert agent.version.startswith("fake-cli")
 
 
@@ -201,7 +206,7 @@ def test_preflight_without_the_cli_says_how_to_install_it(agent_class: type,
     monkeypatch.setattr(packaged, "WHEELS", {})  # as on a machine without the extra
     with pytest.raises(PreflightError,
                        match=r"not found on PATH \(install it \(pip install 'fire-exp\["):
-        agent_class().preflight()
+        agent_class().preflight(LOCAL)
 
 
 @pytest.mark.parametrize("agent_class,package", [(ClaudeCodeAgent, "claude_agent_sdk"),
@@ -219,7 +224,7 @@ def test_with_no_binary_setting_the_agent_finds_the_installed_wheels_cli(
     agent = agent_class(model="m", prices={"m": {"input": 1.0, "output": 1.0}})
     assert agent.binary == found and f"/{package}/" in found
     assert agent.install.spec.host_binary == found  # and Docker mounts that same file
-    agent.preflight()
+    agent.preflight(LOCAL)
     assert agent.version.split()[0] in ("codex-cli", "2.1.332")
 
 
@@ -262,12 +267,12 @@ def test_the_binary_frozen_is_the_one_the_boxes_run(tmp_path: Path) -> None:
     from fire_exp.agents.coding_agents.packaged import binary_sha256
 
     local = CodexAgent(binary=str(FAKE))
-    found = local.binary_identity("local")
+    found = local.binary_identity(LOCAL)
     assert found is not None and found.sha256 == binary_sha256(str(FAKE))
     assert found.version.startswith("fake-cli") and found.path == str(FAKE.resolve())
-    assert local.binary_identity("docker") is None  # the image's `binary` runs there
+    assert local.binary_identity(BOX) is None  # the image's `binary` runs there
     mounted = CodexAgent(binary="codex", install={"host_binary": str(FAKE)})
-    assert mounted.binary_identity("docker") == found
+    assert mounted.binary_identity(BOX) == found
 
 
 def test_codex_on_its_vendor_with_an_unpriced_model_is_refused_before_the_panel(
@@ -280,12 +285,12 @@ def test_codex_on_its_vendor_with_an_unpriced_model_is_refused_before_the_panel(
     monkeypatch.setenv("CODEX_HOME", str(tmp_path))  # no config.toml: no default model
     with pytest.raises(PreflightError, match=r"model gpt-5\.5 on the vendor's endpoint has no "
                        r"price in agent\.prices") as refused:
-        CodexAgent(binary=str(FAKE), model="gpt-5.5").preflight("docker")
+        CodexAgent(binary=str(FAKE), model="gpt-5.5").preflight(BOX)
     assert "'+agent.prices.gpt-5.5={input:1.25," in refused.value.how_to_fix
     with pytest.raises(PreflightError, match=r"model \(the CLI default\)"):
-        CodexAgent(binary=str(FAKE)).preflight("docker")
+        CodexAgent(binary=str(FAKE)).preflight(BOX)
     priced = {"gpt-5.5": {"input": 1.25, "output": 10.0}}
-    CodexAgent(binary=str(FAKE), model="gpt-5.5", prices=priced).preflight("docker")
+    CodexAgent(binary=str(FAKE), model="gpt-5.5", prices=priced).preflight(BOX)
     assert ClaudeCodeAgent(binary=str(FAKE)).dialect.reports_cost  # its own cost, on its vendor
 
 

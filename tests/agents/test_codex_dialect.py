@@ -13,6 +13,7 @@ import pytest
 from fire_exp.agents.coding_agents import Codex, parse_codex_json
 from fire_exp.agents.coding_agents.codex_rollout import merge_rollout, rollout_calls
 from fire_exp.agents.coding_agents.packaged import wheel_binary
+from fire_exp.environments.docker import DockerEnvironment
 from tests.agents.protocol_fixtures import lines
 from tests.ci import missing
 
@@ -86,4 +87,4 @@ def test_a_local_model_codex_cannot_describe_is_refused_before_the_panel(
     agent = CodexAgent(base_url="http://127.0.0.1:1/v1", model="local-coder")
     with pytest.raises(PreflightError, match="no Codex binary on this machine to read model "
                                              "'local-coder'"):
-        agent.preflight("docker")
+        agent.preflight(DockerEnvironment.capabilities)

@@ -30,6 +30,7 @@ from fire_exp.agents.coding_agents.unreached import (
     model_answered,
     never_answered,
 )
+from fire_exp.environments.docker import DockerEnvironment
 from fire_exp.errors import PreflightError, ProtocolError
 
 KEY = "sk-h33ep-probe-Vb7Qm2"
@@ -86,7 +87,7 @@ def test_codex_is_probed_with_a_responses_request_and_claude_with_a_messages_one
     plan["body"] = MESSAGES_OK
     # /v1 is dropped from Claude Code's base URL (ANTHROPIC_BASE_URL): the probe's too
     ClaudeCodeAgent(binary="/bin/true", base_url=f"{url}/v1", model="claude-local",
-                    api_key_env="H33EP_KEY").preflight("docker")
+                    api_key_env="H33EP_KEY").preflight(DockerEnvironment.capabilities)
     codex, claude = seen
     assert codex["path"] == "/v1/responses" and codex["headers"]["authorization"] == \
         f"Bearer {KEY}"

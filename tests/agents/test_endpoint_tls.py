@@ -22,6 +22,7 @@ from cryptography.x509.oid import NameOID
 from fire_exp.agents.coding_agents import ClaudeCodeAgent
 from fire_exp.agents.coding_agents.endpoint_check import check_endpoint
 from fire_exp.agents.coding_agents.reach import ca_bundle_path, ca_placement
+from fire_exp.environments.docker import DockerEnvironment
 from fire_exp.errors import InputError, PreflightError
 
 
@@ -91,7 +92,7 @@ def test_the_probe_trusts_the_agent_s_ca_bundle_and_nothing_else(
                        None)
     agent = ClaudeCodeAgent(binary="/bin/true", base_url=https_endpoint, model="m",
                             ca_bundle=str(pki["ca"]))
-    agent.preflight("docker")  # passes: the CA signed the endpoint's certificate
+    agent.preflight(DockerEnvironment.capabilities)  # passes: the CA signed the endpoint's certificate
     assert agent.ca_bundle == pki["ca"].resolve()
 
 

@@ -128,7 +128,7 @@ def test_the_real_claude_as_root_runs_and_its_failure_and_stop_reach_the_policie
               bash("echo verified", call_id="toolu_ok"), say("Done.")]
     with MessagesServer(script) as server:
         agent = claude(server, "/v1")
-        agent.preflight("docker")  # the probe asks what the CLI will ask: /v1/messages
+        agent.preflight(DockerEnvironment.capabilities)  # the probe asks what the CLI will ask: /v1/messages
         record = attempt(tmp_path, as_root(tmp_path, "csv-column-stats"), agent,
                          "always_verify")
     assert {s.path.split("?")[0] for s in server.seen} == {"/v1/messages"}

@@ -96,7 +96,7 @@ def test_an_unreachable_endpoint_is_refused_at_preflight(codex: str) -> None:
     assert agent.binary == codex
     with pytest.raises(PreflightError, match=rf"agent=codex: the model endpoint does not "
                                              rf"answer POST {url}/responses: .*refused"):
-        agent.preflight("local")
+        agent.preflight(LocalEnvironment.capabilities)
 
 
 def test_an_attempt_whose_codex_never_reached_its_model_is_a_provider_failure(

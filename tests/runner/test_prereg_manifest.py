@@ -144,7 +144,8 @@ def test_the_manifest_holds_every_item_with_its_path_and_hash(inputs: Inputs) ->
         f"control:{f.name}" for f in inputs.controls.iterdir()} | {
         "analysis_plan", "config_file:config", "config_file:panel", "config_file:agent",
         "config_file:environment", "agent_config", "environment_config", "panel_config",
-        "schedule", "harness"}
+        "schedule", "harness",
+        "network_not_enforced"}  # local does not enforce the bundled tasks' no-network
     assert set(hashes) == expected
 
 

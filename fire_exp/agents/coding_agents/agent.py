@@ -38,7 +38,7 @@ import shlex
 import shutil
 import subprocess
 import sys
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping, Sequence, Set
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, cast, get_args
@@ -211,25 +211,25 @@ class CodingCliAgent:
             return spec
         return dataclasses.replace(spec, host_binary=self.host_binary)
 
-    def binary_identity(self, environment: str = "local") -> BinaryIdentity | None:
+    def binary_identity(self, capabilities: Set[Capability]) -> BinaryIdentity | None:
         """The CLI binary the attempts run, for the preregistration: the one this machine
-        runs (``environment=local``) or mounts into the box (``install.host_binary``, the
-        wheel's by default). None: the binary is the image's or an install step's, which
-        the image and the install spec's digest name."""
+        runs (a box with ``HOST_PROGRAMS``) or mounts into the box (``install.host_binary``,
+        the wheel's by default). None: the binary is the image's or an install step's,
+        which the image and the install spec's digest name."""
         spec = self.install.spec
         if spec.host_binary:
             return binary_identity(spec.host_binary)
-        if environment != "local":
+        if Capability.HOST_PROGRAMS not in capabilities:
             return None
         path = host_binary(self.name, self.binary)
         return binary_identity(path) if path else None
 
     # before the panel, before the box ------------------------------------------------
 
-    def preflight(self, environment: str = "local") -> None:
-        """Before the panel: where the CLI runs on this machine (``environment=local``) it
-        must be on PATH and answer ``--version``; a box that installs agents tries it in
-        every task's image instead (:meth:`prepare_boxes`). Wherever it runs, an
+    def preflight(self, capabilities: Set[Capability]) -> None:
+        """Before the panel: where the CLI runs on this machine (a box with
+        ``HOST_PROGRAMS``) it must be on PATH and answer ``--version``; a box that
+        installs agents tries it in every task's image instead (:meth:`prepare_boxes`). Wherever it runs, an
         ``agent.base_url`` must answer one cheap request in the CLI's own protocol
         (:mod:`~fire_exp.agents.coding_agents.endpoint_check`).
 
@@ -242,7 +242,7 @@ class CodingCliAgent:
         """
         self._check_dialect_endpoint()  # a configuration error first, with no request
         self.check_endpoint()
-        if environment == "local":
+        if Capability.HOST_PROGRAMS in capabilities:
             self._check_local_binary()
         self._check_priced()
 
