@@ -1,4 +1,6 @@
-"""``fire-exp cleanup [--run RUN] [--all] [--images] [--base]``: remove what dead runs left.
+"""``fire-exp cleanup [--environment NAME] [--run RUN] [--all] [--images] [--base]``: remove
+what dead runs left, through each environment backend's ``cleanup`` (every registered one
+unless ``--environment`` names one; a backend with no resources of its own has nothing).
 
 By default only containers of runs provably dead on this host go (their owner has exited
 and their run folder's lock is free); every container kept is listed with the reason.
@@ -17,8 +19,10 @@ def main(argv: list[str]) -> int:
     """Remove dead runs' containers; print each one removed or kept; returns the status."""
     parser = argparse.ArgumentParser(
         prog="fire-exp cleanup",
-        description="Remove Docker containers (label fire-exp=1) of runs provably dead on "
+        description="Remove the containers (label fire-exp=1) of runs provably dead on "
                     "this host; list the ones kept and why.")
+    parser.add_argument("--environment", default=None, metavar="NAME",
+                        help="only this environment backend (default: every registered one)")
     parser.add_argument("--run", default=None, metavar="RUN",
                         help="only the containers of this run (its folder name); also "
                              "removes its keep_container ones")
@@ -30,12 +34,15 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--base", action="store_true",
                         help="also remove the base images (rebuild: fire-exp images bootstrap)")
     args = parser.parse_args(argv)
-    from fire_exp.environments.docker_cleanup import cleanup
-    from fire_exp.environments.docker_panel import docker_client
+    from fire_exp.cli._backends import backends
+    from fire_exp.environments.upkeep import CleanupReport
 
-    client = docker_client()  # EnvironmentFailure: the dispatcher prints it, exit 2
-    report = cleanup(client, everything=args.everything, images=args.images, base=args.base,
-                     run=args.run)
+    report = CleanupReport()
+    for backend in backends(args.environment):  # EnvironmentFailure: the dispatcher, exit 2
+        done = backend.cleanup(everything=args.everything, images=args.images,
+                               base=args.base, run=args.run)
+        for name in vars(report):
+            getattr(report, name).extend(getattr(done, name))
     for kind, names in (("container", report.containers), ("network", report.networks),
                         ("image", report.images)):
         for name in names:

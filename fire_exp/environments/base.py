@@ -23,6 +23,7 @@ recipe for adding a backend.
 
 from __future__ import annotations
 
+import os
 import shlex
 import threading
 import time
@@ -49,6 +50,7 @@ from fire_exp.environments.failure import EnvironmentFailure as EnvironmentFailu
 from fire_exp.environments.fetch import extract_stream
 from fire_exp.environments.redaction import Redactor
 from fire_exp.environments.reward import read_reward_dir
+from fire_exp.environments.upkeep import BootstrapResult, CleanupReport, ImageEntry
 from fire_exp.records import Cause
 from fire_exp.tasks.model import Task
 
@@ -364,17 +366,47 @@ class Environment(ABC):
         return network_not_enforced(self.task, self.capabilities)
 
     @classmethod
-    def reap_orphans(cls, run_dir: Path | None = None, *, scratch: Path | None = None) -> int:
+    def engine_identity(cls, **params: Any) -> str:
+        """What runs this process's boxes, as an identity: processes (Ray nodes) that
+        report one share what :meth:`prepare` made, so it is prepared once; a new one
+        prepares again. Raises PreflightError when the engine cannot run the panel."""
+        return f"{cls.name}@{os.uname().nodename}"
+
+    @classmethod
+    def reap_orphans(cls, run_dir: Path | None = None, *, scratch: Path | None = None,
+                     **params: Any) -> int:
         """Remove what attempts of runs that died (SIGKILL) left behind; returns how many.
 
         Called when a run starts or resumes, holding ``run_dir``'s lock, and on a Ray node
-        with its ``scratch`` root (attempts whose scratch folder is gone have ended). Only
+        with its ``scratch`` root (attempts whose scratch folder is gone have ended), with
+        the environment config's ``params`` (where the backend's resources are). Only
         what runs provably dead on this host left may go (never another host's or a live
         run's).
         Processes are reaped by the runner through their marker; a backend with resources
         of its own (containers) overrides this.
         """
         return 0
+
+    @classmethod
+    def cleanup(cls, *, everything: bool = False, images: bool = False, base: bool = False,
+                run: str | None = None, **params: Any) -> CleanupReport:
+        """``fire-exp cleanup``: remove what dead runs left (``everything``: all of it,
+        live or not; ``run``: only that run's, kept ones too), and with ``images``/``base``
+        the images this backend built. A backend without resources of its own has none."""
+        return CleanupReport()
+
+    @classmethod
+    def list_images(cls, **params: Any) -> list[ImageEntry]:
+        """``IMAGES``: the images this backend made (``fire-exp images list``)."""
+        return []
+
+    @classmethod
+    def build_base_image(cls, tag: str | None = None, *, force: bool = False,
+                         **params: Any) -> BootstrapResult:
+        """``IMAGES``: build the base image the task images build from, without a
+        registry (``fire-exp images bootstrap``); ``force``: rebuild one that exists."""
+        raise EnvironmentFailure(f"environment={cls.name} has no "
+                                 f"{Capability.IMAGES.value} capability")
 
     def __enter__(self) -> Environment:
         try:

@@ -27,6 +27,7 @@ class Capability(StrEnum):
     SERVICES = "services"  # work the agent detached (a server) outlives its session
     NETWORK_POLICY = "network_policy"  # the task's network_mode is enforced
     HOST_PROGRAMS = "host_programs"  # the box is this machine: its commands run its programs
+    IMAGES = "images"  # prepare builds images from a base (``fire-exp images``)
     EGRESS_ALLOWLIST = "egress_allowlist"  # open_egress: only listed endpoints are reached
     HOST_HOOKS = "host_hooks"  # the box is this machine: a hook runs fire-exp's command
     HOOK_RELAY = "hook_relay"  # open_stream: hook calls in the box are answered on the host

@@ -32,7 +32,7 @@ from __future__ import annotations
 import secrets
 import threading
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -45,7 +45,6 @@ from fire_exp.environments.base import (
     BoxPaths,
     Capability,
     CapturedExec,
-    Environment,
     EnvironmentFailure,
     ExecResult,
     SessionEnd,
@@ -53,13 +52,7 @@ from fire_exp.environments.base import (
 )
 from fire_exp.environments.docker_channel import ExecChannel, ExecStream
 from fire_exp.environments.docker_install import mounts, prepare_cli_image
-from fire_exp.environments.docker_panel import (
-    docker_client,
-    prepare_cli_images,
-    prepare_task_images,
-    reap_orphans,
-    task_image,
-)
+from fire_exp.environments.docker_panel import DockerPanel, docker_client, task_image
 from fire_exp.environments.docker_run import archive_stream, run_streamed
 from fire_exp.environments.docker_session import (
     AGENT_DIR,
@@ -75,7 +68,6 @@ from fire_exp.environments.egress import EgressProxy, ensure_egress_network, gat
 from fire_exp.environments.egress_firewall import confine_to_proxy
 from fire_exp.environments.fetch import extract_stream, read_single
 from fire_exp.environments.images import BASE_IMAGE, LABEL, owner_labels, slug
-from fire_exp.errors import PreflightError
 from fire_exp.tasks.model import Task
 
 HOST_PATH = "/opt/fire-exp/session_host.py"
@@ -83,7 +75,7 @@ LOGS, TESTS, SOLUTION, PORT = "/logs", "/tests", "/solution", 8000
 _REPLY_MARGIN = 30.0  # seconds past a command's own timeout before the host gives up on it
 
 
-class DockerEnvironment(Environment):
+class DockerEnvironment(DockerPanel):
     """One container per attempt (see the module docstring).
 
     Args:
@@ -101,7 +93,8 @@ class DockerEnvironment(Environment):
     name = "docker"
     capabilities = frozenset({Capability.SERVICES, Capability.NETWORK_POLICY,
                               Capability.EGRESS_ALLOWLIST, Capability.HOOK_RELAY,
-                              Capability.INSTALL_AGENT, Capability.AGENT_USER})
+                              Capability.INSTALL_AGENT, Capability.AGENT_USER,
+                              Capability.IMAGES})
 
     def __init__(self, task: Task, attempt_dir: Path, attempt_id: str, *,
                  base_image: str = BASE_IMAGE, bootstrap_base: bool = True,
@@ -443,35 +436,6 @@ class DockerEnvironment(Environment):
 
     def agent_binary(self, install: AgentInstall) -> str:
         return install.spec.binary_in_box(install.binary)
-
-    @classmethod
-    def prepare_agent(cls, install: AgentInstall, tasks: Sequence[Task], *,
-                      base_image: str = BASE_IMAGE, bootstrap_base: bool = True,
-                      **params: Any) -> None:
-        """Install the CLI into every task's image and try it (``docker_panel.py``)."""
-        prepare_cli_images(install, tasks, base_image, bootstrap_base)
-
-    @classmethod
-    def preflight(cls, **params: Any) -> None:
-        """The Docker engine must be reachable."""
-        try:
-            docker_client().close()
-        except EnvironmentFailure as exc:
-            raise PreflightError(f"environment=docker: {exc}",
-                                 "start the Docker engine, or run with environment=local") \
-                from exc
-
-    @classmethod
-    def prepare(cls, tasks: Sequence[Task], *, report: Callable[[str], None],
-                base_image: str = BASE_IMAGE, bootstrap_base: bool = True,
-                **params: Any) -> None:
-        """Build (or find cached) every task's image before the first attempt."""
-        prepare_task_images(tasks, report, base_image, bootstrap_base)
-
-    @classmethod
-    def reap_orphans(cls, run_dir: Path | None = None, *, scratch: Path | None = None) -> int:
-        """Remove the containers of runs provably dead on this host (see docker_cleanup)."""
-        return reap_orphans(run_dir, scratch)
 
     def stop(self) -> None:
         try:

@@ -26,31 +26,14 @@ from __future__ import annotations
 import fcntl
 import os
 import socket
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from fire_exp.environments.images import LABEL
 from fire_exp.environments.session_host import is_alive
+from fire_exp.environments.upkeep import CleanupReport
 
 __all__ = ["CleanupReport", "cleanup", "lock_free", "remove_idle_networks", "why_kept"]
-
-
-@dataclass
-class CleanupReport:
-    """What ``cleanup`` removed, kept (with why) and could not remove."""
-
-    containers: list[str] = field(default_factory=list)
-    kept: list[tuple[str, str]] = field(default_factory=list)  # (name, reason)
-    images: list[str] = field(default_factory=list)
-    networks: list[str] = field(default_factory=list)
-    kept_networks: list[tuple[str, str]] = field(default_factory=list)  # (name, reason)
-    errors: list[str] = field(default_factory=list)
-
-    @property
-    def kept_live(self) -> list[str]:
-        """Names of the containers kept (any reason)."""
-        return [name for name, _ in self.kept]
 
 
 def lock_free(run_dir: Path) -> bool:

@@ -1,21 +1,31 @@
-"""A Docker engine's part in a panel: the client, the images prepared before the first
-attempt (each task's, and each task's with the agent's CLI in it, tried once), and the
-containers of dead runs reaped. ``DockerEnvironment``'s class methods call these; the
+"""A Docker engine's part in a panel: the client, the engine's identity, the images
+prepared before the first attempt (each task's, and each task's with the agent's CLI in
+it, tried once), the containers of dead runs reaped, and ``fire-exp cleanup`` and
+``fire-exp images`` on it. ``DockerEnvironment``'s class methods call these; the
 containers themselves are ``docker.py``'s.
 """
 
 from __future__ import annotations
 
+import os
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
 from fire_exp.environments.agent_install import AgentInstall
-from fire_exp.environments.base import EnvironmentFailure
+from fire_exp.environments.base import Environment, EnvironmentFailure
 from fire_exp.environments.docker_install import prepare_cli_image, try_binary
 from fire_exp.environments.egress_firewall import HOW_TO_FIX, cannot_confine
-from fire_exp.environments.images import ensure_task_image, owner_labels
+from fire_exp.environments.images import (
+    BASE_IMAGE,
+    LABEL,
+    bootstrap_base_image,
+    ensure_task_image,
+    image_exists,
+    owner_labels,
+)
+from fire_exp.environments.upkeep import BootstrapResult, CleanupReport, ImageEntry
 from fire_exp.errors import PreflightError
 from fire_exp.tasks.model import Task
 
@@ -100,3 +110,111 @@ def reap_orphans(run_dir: Path | None, scratch: Path | None) -> int:
         return len(cleanup(client, own_run=run_dir, scratch=scratch).containers)
     finally:
         client.close()
+
+
+def _identity(base_image: str) -> str:
+    """The identity of the engine this process reaches: its ID, name and data root. The ID
+    alone is not one: engines whose hosts were cloned with one ``/etc/docker/key.json``
+    report the same ID, and a node on the second would skip building images it lacks.
+    Raises PreflightError when the engine lacks the base image."""
+    client = docker_client()
+    try:
+        if image_exists(client, base_image) is None:
+            raise PreflightError(f"base image {base_image} is not on its Docker engine "
+                                 f"({os.environ.get('DOCKER_HOST', 'the default socket')})",
+                                 "run fire-exp images bootstrap on the node, or docker "
+                                 "save | docker load it there")
+        info = client.info()
+        return f"docker:{info['ID']}:{info.get('Name', '')}:{info.get('DockerRootDir', '')}"
+    finally:
+        client.close()
+
+
+def _cleanup(*, everything: bool, images: bool, base: bool,
+                   run: str | None) -> CleanupReport:
+    """``fire-exp cleanup`` on the engine this process reaches (docker_cleanup.cleanup)."""
+    from fire_exp.environments.docker_cleanup import cleanup
+
+    client = docker_client()
+    try:
+        return cleanup(client, everything=everything, images=images, base=base, run=run)
+    finally:
+        client.close()
+
+
+def _images() -> list[ImageEntry]:
+    """fire-exp's images on the engine (label ``fire-exp=1``), one entry per tag."""
+    client = docker_client()
+    try:
+        return [ImageEntry(kind=image.labels.get(f"{LABEL}.kind", "?"), tag=tag,
+                           size_mb=image.attrs.get("Size", 0) / 1e6)
+                for image in client.images.list(filters={"label": f"{LABEL}=1"})
+                for tag in image.tags or [image.short_id]]
+    finally:
+        client.close()
+
+
+def _bootstrap(tag: str, force: bool) -> BootstrapResult:
+    """Build the base image ``tag`` without a registry (images.bootstrap_base_image)."""
+    client = docker_client()
+    try:
+        return bootstrap_base_image(tag, force=force, client=client)
+    finally:
+        client.close()
+
+
+class DockerPanel(Environment):
+    """The Docker backend's class methods: what it does around a panel's attempts, on the
+    engine this process reaches (``DockerEnvironment`` is one attempt's container)."""
+
+    @classmethod
+    def prepare_agent(cls, install: AgentInstall, tasks: Sequence[Task], *,
+                      base_image: str = BASE_IMAGE, bootstrap_base: bool = True,
+                      **params: Any) -> None:
+        """Install the CLI into every task's image and try it (:func:`prepare_cli_images`)."""
+        prepare_cli_images(install, tasks, base_image, bootstrap_base)
+
+    @classmethod
+    def preflight(cls, **params: Any) -> None:
+        """The Docker engine must be reachable."""
+        try:
+            docker_client().close()
+        except EnvironmentFailure as exc:
+            raise PreflightError(f"environment={cls.name}: {exc}",
+                                 "start the Docker engine, or run with environment=local") \
+                from exc
+
+    @classmethod
+    def prepare(cls, tasks: Sequence[Task], *, report: Callable[[str], None],
+                base_image: str = BASE_IMAGE, bootstrap_base: bool = True,
+                **params: Any) -> None:
+        """Build (or find cached) every task's image before the first attempt."""
+        prepare_task_images(tasks, report, base_image, bootstrap_base)
+
+    @classmethod
+    def reap_orphans(cls, run_dir: Path | None = None, *, scratch: Path | None = None,
+                     **params: Any) -> int:
+        """Remove the containers of runs provably dead on this host (see docker_cleanup)."""
+        return reap_orphans(run_dir, scratch)
+
+    @classmethod
+    def engine_identity(cls, *, base_image: str = BASE_IMAGE, **params: Any) -> str:
+        """The engine's ID, name and data root; PreflightError without the base image."""
+        return _identity(base_image)
+
+    @classmethod
+    def cleanup(cls, *, everything: bool = False, images: bool = False, base: bool = False,
+                run: str | None = None, **params: Any) -> CleanupReport:
+        """fire-exp's provably dead containers, then networks and images (docker_cleanup)."""
+        return _cleanup(everything=everything, images=images, base=base, run=run)
+
+    @classmethod
+    def list_images(cls, **params: Any) -> list[ImageEntry]:
+        """fire-exp's images on the engine: base, task and CLI images."""
+        return _images()
+
+    @classmethod
+    def build_base_image(cls, tag: str | None = None, *, force: bool = False,
+                         **params: Any) -> BootstrapResult:
+        """``fire-exp/base:bookworm`` (or ``tag``) with mmdebstrap or debootstrap (images.py)."""
+        return _bootstrap(tag or BASE_IMAGE, force)

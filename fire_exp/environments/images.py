@@ -20,12 +20,12 @@ import tarfile
 import tempfile
 import threading
 import time
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from fire_exp.environments.failure import EnvironmentFailure
 from fire_exp.environments.host_lock import host_lock
+from fire_exp.environments.upkeep import BootstrapResult
 from fire_exp.errors import FireExpError
 from fire_exp.files import load_yaml
 from fire_exp.tasks.model import Task, task_digest
@@ -46,17 +46,6 @@ _IMAGE_CONFIG = (
 
 class BootstrapError(FireExpError):
     """The base image could not be built."""
-
-
-@dataclass(frozen=True)
-class BootstrapResult:
-    """What ``bootstrap_base_image`` did."""
-
-    tag: str
-    image_id: str
-    built: bool  # False: the image existed and was kept
-    tool: str = ""
-    seconds: float = 0.0
 
 
 def find_tool() -> str:

@@ -9,6 +9,7 @@ executor runs a panel, so the two are defined together here.
 from __future__ import annotations
 
 import functools
+import os
 from collections import deque
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
@@ -82,7 +83,7 @@ class EnvironmentFactory:
         ``scratch`` a Ray node's scratch root."""
         if self.backend_class is None:
             return 0
-        return self.backend_class.reap_orphans(run_dir, scratch=scratch)
+        return self.backend_class.reap_orphans(run_dir, scratch=scratch, **self.params)
 
     @property
     def capabilities(self) -> frozenset[Capability]:
@@ -95,6 +96,13 @@ class EnvironmentFactory:
         Raises PreflightError."""
         if self.backend_class is not None:
             self.backend_class.check_tasks(tasks, **self.params)
+
+    def engine_identity(self) -> str:
+        """What runs this process's boxes (Environment.engine_identity); the backend's name
+        and this host when the backend is not an Environment class."""
+        if self.backend_class is None:
+            return f"{self.name}@{os.uname().nodename}"
+        return self.backend_class.engine_identity(**self.params)
 
 
 @dataclass(frozen=True)

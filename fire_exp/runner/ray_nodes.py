@@ -26,7 +26,6 @@ the panel starts (:func:`check_fits`).
 
 from __future__ import annotations
 
-import os
 import tempfile
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
@@ -156,29 +155,9 @@ class Placement:
 class NodeReady:
     """What :func:`prepare_node` found and did on one node."""
 
-    engine: str  # the engine's identity (Docker's engine ID, or the host for local)
+    engine: str  # the engine's identity (``Environment.engine_identity``)
     lines: tuple[str, ...]  # progress: one line per image
     error: str | None = None  # why this node cannot run the panel
-
-
-def _engine_id(environment: str, params: dict[str, Any]) -> str:
-    """The identity of this node's engine; refuses a Docker engine without the base image."""
-    if environment != "docker":
-        return f"{environment}@{os.uname().nodename}"
-    from fire_exp.environments.docker_panel import docker_client
-    from fire_exp.environments.images import BASE_IMAGE, image_exists
-
-    client = docker_client()
-    try:
-        base = str(params.get("base_image", BASE_IMAGE))
-        if image_exists(client, base) is None:
-            raise PreflightError(f"base image {base} is not on its Docker engine "
-                                 f"({os.environ.get('DOCKER_HOST', 'the default socket')})",
-                                 "run fire-exp images bootstrap on the node, or docker "
-                                 "save | docker load it there")
-        return str(client.info()["ID"])
-    finally:
-        client.close()
 
 
 def prepare_node(config: RunConfig, digest: str, done: frozenset[str]) -> NodeReady:
@@ -191,7 +170,7 @@ def prepare_node(config: RunConfig, digest: str, done: frozenset[str]) -> NodeRe
     try:
         panel = worker_panel(config, digest)
         panel.environment.preflight()
-        engine = _engine_id(panel.environment.name, dict(panel.environment.params))
+        engine = panel.environment.engine_identity()
         # An engine that comes back still holds the containers of the attempts it lost.
         if reaped := panel.environment.reap_orphans(scratch=scratch_root()):
             lines.append(f"removed {reaped} containers of ended attempts")

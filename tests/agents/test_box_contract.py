@@ -80,4 +80,4 @@ def test_the_backends_declare_what_they_can_do() -> None:
         "services", "host_hooks", "host_programs"}
     assert {c.value for c in DockerEnvironment.capabilities} == {
         "services", "network_policy", "egress_allowlist", "hook_relay", "install_agent",
-        "agent_user"}
+        "agent_user", "images"}

@@ -43,7 +43,6 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from fire_exp.attempt_paths import AttemptPaths
-from fire_exp.environments.docker_channel import SESSION_LINE_MAX
 from fire_exp.environments.failure import EnvironmentFailure
 from fire_exp.environments.hook_transport.server import (
     HEARTBEAT_GAP_S,
@@ -106,7 +105,8 @@ class LineStream(Protocol):
 
     @property
     def oversize(self) -> int:
-        """Lines dropped for being longer than the stream's cap."""
+        """Lines dropped for being longer than the stream's cap (the backend's: Docker's
+        is ``docker_channel.SESSION_LINE_MAX``)."""
         ...
 
 
@@ -257,8 +257,8 @@ def tamper_reasons(counts: ChannelCounts, oversize: int) -> list[str]:
         reasons.append(f"{counts.malformed} malformed line(s) with the attempt's token on "
                        "the hook channel")
     if oversize:
-        reasons.append(f"{oversize} line(s) on the hook channel over {SESSION_LINE_MAX} "
-                       "bytes (a flood of the relay's output)")
+        reasons.append(f"{oversize} line(s) on the hook channel over its stream's line "
+                       "cap (a flood of the relay's output)")
     if counts.odd_files:
         reasons.append(f"{counts.odd_files} symlink(s) or special file(s) in the hook inbox")
     if counts.fifo_garbage:
