@@ -1,6 +1,7 @@
 """The coding-agent CLIs go through the environment contract, with one set of values.
 
-Nothing above ``environments/`` names a backend class or reaches into a private member;
+Nothing above ``environments/`` imports a backend's module, names its class or compares a
+string with its name, and no agent reaches into a private member;
 the Codex feature key is the same wherever fire-exp writes a Codex config.
 """
 
@@ -13,14 +14,25 @@ import sys
 import tomllib
 from pathlib import Path
 
+import pytest
+
 from fire_exp.agents.coding_agents import ClaudeCode, Codex
 from fire_exp.environments.docker import DockerEnvironment
 from fire_exp.environments.local import LocalEnvironment
 from fire_exp.policies.hook_files import with_feature_flag
 from fire_exp.policies.hook_settings import CODEX_HOOKS_FEATURE, MATCHERS
+from fire_exp.registry import REGISTRY
 
 PACKAGE = Path(__file__).resolve().parents[2] / "fire_exp"
-BACKENDS = {"LocalEnvironment", "DockerEnvironment"}
+# The modules of environments/ that code above it may import: the contract (the base
+# class, its capabilities and results, failures), what agents put into any box (the agent
+# install, the hook transport) and helpers that know no backend. The session host is
+# here until its process utilities leave the in-box program (issue 40, point 3).
+CONTRACT = {"base", "capabilities", "failure", "upkeep", "agent_install", "hook_transport",
+            "redaction", "reward", "archives", "fetch", "session_host"}
+BACKEND_NAMES = set(REGISTRY.names("environment"))  # "local", "docker", plug-ins
+BACKEND_CLASSES = {"DockerPanel", *(REGISTRY.get("environment", n).__name__
+                                    for n in BACKEND_NAMES)}
 
 
 def above_environments() -> list[Path]:
@@ -28,14 +40,78 @@ def above_environments() -> list[Path]:
             if "environments" not in p.relative_to(PACKAGE).parts and "suites" not in p.parts]
 
 
-def test_no_module_above_environments_names_a_backend_class() -> None:
+def _imported_modules(node: ast.AST) -> list[str]:
+    """The ``fire_exp.environments`` modules an import statement names (a name imported
+    from the package itself counts as its module)."""
+    if isinstance(node, ast.Import):
+        return [a.name for a in node.names]
+    if isinstance(node, ast.ImportFrom) and node.module is not None:
+        if node.module == "fire_exp.environments":
+            return [f"fire_exp.environments.{a.name}" for a in node.names]
+        return [node.module]
+    return []
+
+
+def _compared_strings(node: ast.AST) -> list[str]:
+    """The string constants a comparison (``==``, ``!=``, ``in``, ``match``) holds."""
+    if isinstance(node, ast.Compare):
+        sides = [node.left, *node.comparators]
+        found = [n for side in sides for n in ast.walk(side) if isinstance(n, ast.Constant)]
+    elif isinstance(node, ast.MatchValue):
+        found = [node.value] if isinstance(node.value, ast.Constant) else []
+    else:
+        return []
+    return [c.value for c in found if isinstance(c.value, str)]
+
+
+def offences(source: str, where: str) -> list[str]:
+    """What a module above environments/ does that names a backend: imports one of its
+    modules (anything of environments/ but the contract), names its class, or compares
+    a string with a backend's name (``environment != "local"``)."""
+    found = []
+    for node in ast.walk(ast.parse(source)):
+        line = f"{where}:{getattr(node, 'lineno', 0)}"
+        for module in _imported_modules(node):
+            parts = module.split(".")
+            if parts[:2] == ["fire_exp", "environments"] and len(parts) > 2 and \
+                    parts[2] not in CONTRACT:
+                found.append(f"{line}: imports {module}")
+        names = [a.name for a in node.names] if isinstance(node, ast.ImportFrom) else \
+            [node.id] if isinstance(node, ast.Name) else \
+            [node.attr] if isinstance(node, ast.Attribute) else []
+        found += [f"{line}: names {n}" for n in names if n in BACKEND_CLASSES]
+        found += [f"{line}: compares with {s!r}" for s in _compared_strings(node)
+                  if s in BACKEND_NAMES]
+    return found
+
+
+def test_no_module_above_environments_imports_a_backend_or_compares_its_name() -> None:
     offenders = []
     for path in above_environments():
-        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
-            names = [a.name for a in node.names] if isinstance(node, ast.ImportFrom) else \
-                [node.id] if isinstance(node, ast.Name) else []
-            offenders += [f"{path.relative_to(PACKAGE)}: {n}" for n in names if n in BACKENDS]
+        offenders += offences(path.read_text(encoding="utf-8"),
+                              str(path.relative_to(PACKAGE)))
     assert offenders == []
+
+
+@pytest.mark.parametrize("planted", [
+    "from fire_exp.environments.docker_panel import docker_client",
+    "import fire_exp.environments.local",
+    "from fire_exp.environments import docker",
+    "from fire_exp.environments import LocalEnvironment",
+    "def f(environment):\n    return environment != 'local'",
+    "def f(panel):\n    return panel.environment.name in ('docker', 'k8s')",
+    "def f(name):\n    match name:\n        case 'docker':\n            return 1",
+    "import fire_exp.environments.docker as d\nd.DockerEnvironment",
+])
+def test_the_scan_finds_each_planted_violation(planted: str) -> None:
+    assert offences(planted, "planted.py") != []
+
+
+def test_the_scan_lets_the_contract_through() -> None:
+    clean = ("from fire_exp.environments.base import Capability, Environment\n"
+             "from fire_exp.environments.hook_transport import HookEndpoint\n"
+             "def f(caps):\n    return Capability.HOST_PROGRAMS in caps and 'x' != 'y'\n")
+    assert offences(clean, "clean.py") == []
 
 
 def private_reach_ins(folder: Path) -> list[str]:
