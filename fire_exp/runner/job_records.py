@@ -7,6 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from fire_exp.attempt_paths import AttemptPaths
+from fire_exp.environments.capabilities import network_not_enforced
 from fire_exp.environments.redaction import redact_text, secret_values
 from fire_exp.records import AttemptRecord, Cause, Lineage, now_iso
 from fire_exp.runner.build import versions
@@ -39,7 +40,9 @@ def harness_failure(panel: Panel, job: AttemptJob, error: str, *,
         reward=None, passed=False, cause=Cause.HARNESS_FAILED, error=error,
         valid=invalid_reason is None, invalid_reason=invalid_reason,
         config_hash=panel.config_hash, versions=versions(), started_at=now_iso(),
-        finished_at=now_iso(), log_dir=job.log_dir)
+        finished_at=now_iso(), log_dir=job.log_dir,
+        network_not_enforced=network_not_enforced(
+            panel.tasks[item.task], panel.environment_for(item.arm).capabilities))
 
 
 def finish_record(record: AttemptRecord, job: AttemptJob, replaced: AttemptRecord | None,

@@ -20,6 +20,7 @@ from fire_exp.paths import SUITES_DIR
 from fire_exp.records import read_records, record_to_line
 from fire_exp.runner.build import build_panel, prepare_panel
 from fire_exp.runner.execute import build_attempt
+from fire_exp.runner.job_records import harness_failure
 from fire_exp.runner.model import job_for
 from fire_exp.tasks.loader import load_task
 from fire_exp.tasks.model import Task
@@ -84,9 +85,12 @@ def test_with_allow_network_each_record_names_the_unenforced_policy(tmp_path: Pa
     lines: list[str] = []
     prepare_panel(panel, report=lines.append)
     assert any("allow_network=true" in line for line in lines)  # said before the panel
-    record = build_attempt(panel, job_for(panel, tmp_path / "run", panel.schedule[0])).run()
+    job = job_for(panel, tmp_path / "run", panel.schedule[0])
+    record = build_attempt(panel, job).run()
     assert record.network_not_enforced == "no-network"
     assert json.loads(record_to_line(record))["network_not_enforced"] == "no-network"
+    # A record fire-exp writes for an attempt it could not run says so too.
+    assert harness_failure(panel, job, "lost").network_not_enforced == "no-network"
 
 
 def test_a_box_that_keeps_the_policy_adds_no_field(tmp_path: Path) -> None:
