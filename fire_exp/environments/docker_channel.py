@@ -195,3 +195,7 @@ class ExecStream:
     @property
     def oversize(self) -> int:
         return self._channel.oversize
+
+    @property
+    def max_line(self) -> int:
+        return self._channel.max_line

@@ -38,6 +38,7 @@ class PipeStream:
             ["bash", str(script("hook_relay.sh")), str(spool), str(max_payload)],
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, start_new_session=True)
         self.oversize = 0
+        self.max_line = 1 << 24  # nominal: readline drops nothing, so oversize stays 0
 
     def read_line(self) -> bytes:
         assert self.proc.stdout is not None

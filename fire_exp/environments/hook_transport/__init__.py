@@ -105,8 +105,12 @@ class LineStream(Protocol):
 
     @property
     def oversize(self) -> int:
-        """Lines dropped for being longer than the stream's cap (the backend's: Docker's
-        is ``docker_channel.SESSION_LINE_MAX``)."""
+        """Lines dropped for being longer than the stream's cap."""
+        ...
+
+    @property
+    def max_line(self) -> int:
+        """The stream's cap: the longest line it passes, in bytes (the backend's)."""
         ...
 
 
@@ -230,7 +234,7 @@ class RelayHooks:
                 "too_large": counts.too_large, "heartbeats": counts.heartbeats,
                 "max_heartbeat_gap_s": counts.max_heartbeat_gap_s,
                 "relay_lost": counts.relay_lost,
-                "tamper": tamper_reasons(counts, oversize)}
+                "tamper": tamper_reasons(counts, oversize, self._stream.max_line)}
 
     def close(self) -> None:
         """Stop serving, end the relay, write :meth:`report` where the attempt keeps it."""
@@ -241,9 +245,10 @@ class RelayHooks:
             self._report_path.write_text(json.dumps(self.report(), indent=1) + "\n")
 
 
-def tamper_reasons(counts: ChannelCounts, oversize: int) -> list[str]:
-    """The named signs, in ``counts`` and the stream's ``oversize``, that something other
-    than the relay wrote to the channel or stopped it (the relay alone never does these)."""
+def tamper_reasons(counts: ChannelCounts, oversize: int, max_line: int) -> list[str]:
+    """The named signs, in ``counts`` and the stream's ``oversize`` (lines over its cap of
+    ``max_line`` bytes), that something other than the relay wrote to the channel or
+    stopped it (the relay alone never does these)."""
     reasons = []
     if counts.relay_lost:
         reasons.append("hook relay lost: its stream ended while the agent ran")
@@ -257,8 +262,8 @@ def tamper_reasons(counts: ChannelCounts, oversize: int) -> list[str]:
         reasons.append(f"{counts.malformed} malformed line(s) with the attempt's token on "
                        "the hook channel")
     if oversize:
-        reasons.append(f"{oversize} line(s) on the hook channel over its stream's line "
-                       "cap (a flood of the relay's output)")
+        reasons.append(f"{oversize} line(s) on the hook channel over {max_line} "
+                       "bytes (a flood of the relay's output)")
     if counts.odd_files:
         reasons.append(f"{counts.odd_files} symlink(s) or special file(s) in the hook inbox")
     if counts.fifo_garbage:
