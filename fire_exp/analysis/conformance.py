@@ -180,14 +180,11 @@ def _check_records(path: Path, read: ReadResult, manifest: Mapping[str, Any],
         if base != cell.attempt_id:
             raise InputError(path, where.format("attempt_id"), f"{r.attempt_id!r} is not "
                              f"the attempt of {cell.attempt_id}", "fix or remove the line")
-        if sep and not (suffix.isdecimal() and suffix.isascii() and suffix[0] != "0"):
-            raise InputError(path, where.format("attempt_id"), f"{r.attempt_id!r} is not "
-                             f"a replacement id ({cell.attempt_id}#1, #2, …)",
-                             "fix or remove the line")
         if sep and r.attempt_id not in declared:
             raise InputError(path, where.format("attempt_id"),
                              f"{r.attempt_id!r} replaces an attempt, but no record declares "
                              "it (lineage.replaced_by)", "remove the line")
+        # declared: so ``#k`` with k a whole number (records.py checks every chain's links)
         _check_frozen(path, where, r, cell, manifest, number=int(suffix) if sep else 0,
                       panel_seed=panel_seed)
 
