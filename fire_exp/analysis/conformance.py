@@ -7,7 +7,8 @@ against it (:func:`check_conformance`):
 - its task, arm and replicate are a scheduled cell, and its cohort is the cell's;
 - its attempt id is the cell's (``task/arm/rN``), or a replacement ``task/arm/rN#k`` that
   another record of the file declared (``lineage.replaced_by``);
-- its panel is the manifest's;
+- its panel is the manifest's, and its config hash (panel, agent, environment and seed
+  as composed) the manifest's ``config_hash``;
 - its seed is the cell's for an original attempt, and for replacement ``#k`` the one the
   manifest's panel seed derives for it (:func:`fire_exp.attempt_seeds.replacement_seed`,
   as the runner drew it); its task digest is the one the manifest froze for the task
@@ -219,12 +220,18 @@ def _frozen_seed(cell: Cell, panel_seed: int | None, number: int) -> int | None:
 def _check_frozen(path: Path, where: str, r: AttemptRecord, cell: Cell,
                   manifest: Mapping[str, Any], *, number: int,
                   panel_seed: int | None) -> None:
-    """The record's seed and task digest against what the manifest froze."""
+    """The record's seed, config hash and task digest against what the manifest froze."""
     seed = _frozen_seed(cell, panel_seed, number)
     if seed is not None and r.seed != seed:
         frozen = "frozen" if number == 0 else "the panel seed derives"
         raise InputError(path, where.format("seed"), f"seed {r.seed} is not the seed "
                          f"{seed} {frozen} for {r.attempt_id}", _NOT_SCHEDULED)
+    frozen_hash = manifest.get("config_hash")
+    if isinstance(frozen_hash, str) and frozen_hash and r.config_hash != frozen_hash:
+        raise InputError(path, where.format("config_hash"), f"{r.config_hash[:12]!r}… is not "
+                         f"the config hash {frozen_hash[:12]!r}… frozen with the run: the "
+                         "attempt ran under another panel, agent, environment or seed",
+                         "analyse the run it came from")
     digest = _frozen_digest(manifest, r.task)
     if digest is not None and r.task_digest != digest:
         raise InputError(path, where.format("task_digest"), f"{r.task_digest[:12]!r}… is not "

@@ -61,6 +61,8 @@ def test_the_untouched_run_is_analysed(run: Path) -> None:
     # another seed, or a task edited after freezing: not the attempt preregistered
     (lambda r: r.update(seed=r["seed"] + 1), "seed", "is not the seed"),
     (lambda r: r.update(task_digest="0" * 64), "task_digest", "is not the digest"),
+    # an attempt of the same panel under another agent model (its seeds are the same)
+    (lambda r: r.update(config_hash="1" * 64), "config_hash", "is not the config hash"),
 ])
 def test_a_record_the_schedule_never_held_is_refused_by_line(
         run: Path, edit: Callable[[dict[str, Any]], None], field: str, says: str) -> None:
