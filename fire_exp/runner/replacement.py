@@ -52,7 +52,11 @@ class ReplacementRule:
             raise InputError(where, "replacement.max_replacements",
                              f"expected a whole number >= 0, got {count!r}")
         causes: set[Cause] = set()
-        for name in block.get("causes") or []:
+        names = block.get("causes") or []
+        if not isinstance(names, list | tuple):  # a string would be read letter by letter
+            raise InputError(where, "replacement.causes", f"expected a list of causes, got "
+                             f"{names!r:.60}", "e.g. panel.replacement.causes=[CAUSE,...]")
+        for name in names:
             try:
                 cause = Cause(name)
             except ValueError:

@@ -142,10 +142,13 @@ def test_owed_attempts_in_schedule_order() -> None:
     {"max_replacements": -1, "causes": ["provider_failed"]},
     {"max_replacements": 1},
     {"max_replacements": 1, "causes": ["provider_failed"], "extra": 1},
+    # a string, not a list: it was read letter by letter ("unknown cause 'e'")
+    {"max_replacements": 1, "causes": "environment_failed"},
 ])
 def test_rule_rejects_what_may_not_be_replaced(block: dict) -> None:
-    with pytest.raises(InputError, match="replacement"):
+    with pytest.raises(InputError, match="replacement") as err:
         ReplacementRule.from_config(block)
+    assert "unknown cause 'e'" not in err.value.problem
 
 
 def test_rule_is_part_of_the_panel_config_hash(tmp_path: Path) -> None:
