@@ -239,7 +239,8 @@ class _ScoringExecutor:
                 run=job.run, panel=panel.name, attempt_id=job.attempt_id, task=item.task,
                 task_digest=panel.tasks[item.task].digest, cohort=item.cohort, arm=item.arm, replicate=item.replicate,
                 order=item.order, seed=item.seed, agent="a", environment="e",
-                reward=float(item.arm == "real"), passed=item.arm == "real"))
+                reward=float(item.arm == "real"), passed=item.arm == "real",
+                config_hash=panel.config_hash))  # as the runner's records carry it
 
 
 def test_run_panel_stops_for_efficacy_and_a_resume_runs_nothing_more(tmp_path) -> None:
