@@ -294,7 +294,7 @@ def _budget(data: dict[str, Any], key: str, kind: type) -> Any:
         return None
     whole = kind is int
     if isinstance(value, bool) or not isinstance(value, int if whole else int | float) \
-            or not value > 0:
+            or not 0 < value < math.inf:  # inf is no cap: leave it unset
         what = "a whole number of attempts" if whole else "a positive amount in US dollars"
         raise InputError("configs/panel", key, f"expected {what}, got {value!r}",
                          f"set panel.{key}=<{'N' if whole else 'USD'}> or leave it unset")

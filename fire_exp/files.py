@@ -23,7 +23,7 @@ import yaml
 
 from fire_exp.errors import InputError
 
-__all__ = ["DuplicateKeyError", "StrictYamlLoader", "control_character", "decoded",
+__all__ = ["INVISIBLE", "DuplicateKeyError", "StrictYamlLoader", "control_character", "decoded",
            "json_loads", "load_json", "load_yaml", "parse_json", "parse_yaml",
            "read_text", "unknown_key_message"]
 
@@ -124,19 +124,33 @@ def load_json(path: Path | str, where: str = "<json>", fix: str = "fix the file"
 
 
 _CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
+# Unicode's format characters (category Cf: zero-width spaces and joiners, direction
+# marks and overrides, the byte-order mark, soft hyphen, tags) and its line and paragraph
+# separators (Zl, Zp): invisible in a table, yet a name holding one is another name.
+INVISIBLE = re.compile(
+    "[\u00ad\u0600-\u0605\u061c\u06dd\u070f\u0890\u0891\u08e2\u180e\u200b-\u200f"
+    "\u2028-\u202e\u2060-\u2064\u2066-\u206f\ufeff\ufff9-\ufffb\U000110bd\U000110cd"
+    "\U00013430-\U0001343f\U0001bca0-\U0001bca3\U0001d173-\U0001d17a\U000e0001"
+    "\U000e0020-\U000e007f]")
 
 
 def control_character(text: str) -> str | None:
-    """What to say of a name holding a control character (a tab, a newline, an escape),
-    or None: such a name is a task or arm of its own that reads as another, and breaks the
-    Markdown tables across lines.
+    """What to say of a name holding a control character (a tab, a newline, an escape) or
+    an invisible one (:data:`INVISIBLE`: a zero-width space, a direction override), or
+    None: such a name is a task or arm of its own that reads as another, and a control
+    character breaks the Markdown tables across lines.
 
     >>> control_character("dedupe\\temails")
     "holds the control character '\\\\t' (names are printable text)"
+    >>> control_character("dedupe\\u200bemails")
+    "holds the invisible character '\\\\u200b' (names are printable text)"
     """
     found = _CONTROL.search(text)
-    return None if found is None else \
-        f"holds the control character {found.group()!r} (names are printable text)"
+    if found is not None:
+        return f"holds the control character {found.group()!r} (names are printable text)"
+    found = INVISIBLE.search(text)
+    return None if found is None else (f"holds the invisible character "
+                                       f"{ascii(found.group())} (names are printable text)")
 
 
 def unknown_key_message(key: str, known: Iterable[str]) -> str:

@@ -12,6 +12,7 @@ flight). Readers that analyse outcomes keep only finished records.
 from __future__ import annotations
 
 import json
+import math
 import os
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
@@ -285,12 +286,55 @@ def _parse_line(path: Path, lineno: int, text: str) -> AttemptRecord | StartedRe
         control = control_character(str(getattr(record, name, "")))
         if control:
             raise RecordsFileError(path, lineno, name, f"{getattr(record, name)!r} {control}")
-    if isinstance(record, AttemptRecord) and record.cause in NO_VERIFIER_CAUSES \
+    if isinstance(record, StartedRecord):
+        _check_amount(path, lineno, "replicate", record.replicate)
+        return record
+    if record.cause in NO_VERIFIER_CAUSES \
             and (record.passed or record.reward not in (None, 0.0)):
         raise RecordsFileError(path, lineno, "reward", f"is {record.reward}, passed "
                                f"{str(record.passed).lower()}, but cause "
                                f"{record.cause.value!r} means no verifier ran (no reward)")
+    for field, value in _amounts(record):
+        _check_amount(path, lineno, field, value)
+    _check_lineage(path, lineno, record)
     return record
+
+
+# Counts, seconds, tokens and dollars: a negative or NaN one reads as a cost or a time
+# (a cost of -5 made an arm's cost per success negative; a NaN cost was summed as 0).
+_COUNTS = ("replicate", "order", "seed", "events", "decisions", "n_commands")
+
+
+def _amounts(record: AttemptRecord) -> Iterator[tuple[str, int | float]]:
+    for name in _COUNTS:
+        yield name, getattr(record, name)
+    for part in ("timings", "usage"):
+        model = getattr(record, part)
+        for name, value in model:
+            if isinstance(value, int | float):
+                yield f"{part}.{name}", value
+
+
+def _check_amount(path: Path, lineno: int, field: str, value: int | float) -> None:
+    if not math.isfinite(value) or value < 0:
+        raise RecordsFileError(path, lineno, field, f"is {value}; a count, a time or a cost "
+                               "is a finite number of 0 or more")
+
+
+def _check_lineage(path: Path, lineno: int, record: AttemptRecord) -> None:
+    """A chain links ``ID``, ``ID#1``, ``ID#2``…: a record names its own successor and
+    predecessor only (a record naming itself once made a resume loop for ever)."""
+    base, sep, suffix = record.attempt_id.partition("#")
+    number = int(suffix) if sep and suffix.isdecimal() and suffix.isascii() else 0
+    links = (("lineage.replaced_by", record.lineage.replaced_by, f"{base}#{number + 1}"),
+             ("lineage.replaces", record.lineage.replaces,
+              None if not sep else base if number == 1 else f"{base}#{number - 1}"))
+    for field, named, expected in links:
+        if named is not None and named != expected:
+            meant = f"{expected!r}" if expected else "nothing (an original replaces none)"
+            raise RecordsFileError(path, lineno, field, f"{named!r} is not the link of "
+                                   f"{record.attempt_id!r} in its chain: it can only be "
+                                   f"{meant}")
 
 
 def _unknown(model: type[BaseModel], loc: tuple[int | str, ...]) -> str:

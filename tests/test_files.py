@@ -138,6 +138,8 @@ def test_a_manifest_python_cannot_read_is_one_line(
     (lambda r: r["agent_result"].update(n_input_tokens="many"), "agent_result.n_input_tokens"),
     (lambda r: r["agent_result"].update(n_output_tokens=-5), "agent_result.n_output_tokens"),
     (lambda r: r["agent_result"].update(cost_usd=[1]), "agent_result.cost_usd"),
+    # a fractional token count (once truncated: 1.5 tokens read as 1)
+    (lambda r: r["agent_result"].update(n_input_tokens=1.5), "agent_result.n_input_tokens"),
 ])
 def test_a_harbor_trial_with_values_that_are_not_numbers_is_named(
         tmp_path: Path, edit, field: str) -> None:  # type: ignore[no-untyped-def]

@@ -7,10 +7,13 @@ against it (:func:`check_conformance`):
 - its task, arm and replicate are a scheduled cell, and its cohort is the cell's;
 - its attempt id is the cell's (``task/arm/rN``), or a replacement ``task/arm/rN#k`` that
   another record of the file declared (``lineage.replaced_by``);
-- its panel is the manifest's;
-- its seed is the cell's (an original attempt: a replacement draws its own), and its task
-  digest the one the manifest froze for the task (``hashes["task:NAME"]``): a record of
-  another seed or of a task edited since freezing is not the attempt preregistered.
+- its panel is the manifest's, and its config hash (panel, agent, environment and seed
+  as composed) the manifest's ``config_hash``;
+- its seed is the cell's for an original attempt, and for replacement ``#k`` the one the
+  manifest's panel seed derives for it (:func:`fire_exp.attempt_seeds.replacement_seed`,
+  as the runner drew it); its task digest is the one the manifest froze for the task
+  (``hashes["task:NAME"]``): a record of another seed or of a task edited since freezing
+  is not the attempt preregistered.
 
 A hand-edited or merged file, or a line from another panel, is refused at its first
 offending line; so is an attempt recorded twice (two finished records of one attempt id,
@@ -28,6 +31,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from fire_exp.attempt_seeds import replacement_seed
 from fire_exp.errors import InputError
 from fire_exp.files import read_text
 from fire_exp.records import AttemptRecord, ReadResult
@@ -163,8 +167,9 @@ def check_one_record_per_attempt(path: Path, read: ReadResult) -> None:
 
 
 def _check_records(path: Path, read: ReadResult, manifest: Mapping[str, Any],
-                   schedule: _Schedule) -> None:
+                   manifest_path: Path, schedule: _Schedule) -> None:
     panel = manifest.get("panel")
+    panel_seed = _panel_seed(manifest, manifest_path)
     declared = {r.lineage.replaced_by for r in read.finished if r.lineage.replaced_by}
     for line, r in _numbered(read):
         where = f"line {line}, field '{{}}'"
@@ -172,15 +177,17 @@ def _check_records(path: Path, read: ReadResult, manifest: Mapping[str, Any],
             raise InputError(path, where.format("panel"), f"panel {r.panel!r} is not the "
                              f"run's panel {panel!r}", _NOT_SCHEDULED)
         cell = schedule.check(path, where, r.task, r.arm, r.replicate, r.cohort)
-        base, sep, _ = r.attempt_id.partition("#")
+        base, sep, suffix = r.attempt_id.partition("#")
         if base != cell.attempt_id:
             raise InputError(path, where.format("attempt_id"), f"{r.attempt_id!r} is not "
                              f"the attempt of {cell.attempt_id}", "fix or remove the line")
-        _check_frozen(path, where, r, cell, manifest, original=not sep)
         if sep and r.attempt_id not in declared:
             raise InputError(path, where.format("attempt_id"),
                              f"{r.attempt_id!r} replaces an attempt, but no record declares "
                              "it (lineage.replaced_by)", "remove the line")
+        # declared: so ``#k`` with k a whole number (records.py checks every chain's links)
+        _check_frozen(path, where, r, cell, manifest, number=int(suffix) if sep else 0,
+                      panel_seed=panel_seed)
 
 
 def _frozen_digest(manifest: Mapping[str, Any], task: str) -> str | None:
@@ -189,12 +196,42 @@ def _frozen_digest(manifest: Mapping[str, Any], task: str) -> str | None:
     return digest if isinstance(digest, str) else None
 
 
+def _panel_seed(manifest: Mapping[str, Any], manifest_path: Path) -> int | None:
+    """The manifest's panel seed (None: a manifest without one, so seeds are not derived)."""
+    seed = manifest.get("seed")
+    if seed is None:
+        return None
+    if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
+        raise InputError(manifest_path, "seed", f"expected a whole number >= 0, got "
+                         f"{seed!r:.60}", _REFREEZE)
+    return seed
+
+
+def _frozen_seed(cell: Cell, panel_seed: int | None, number: int) -> int | None:
+    """The seed the preregistration fixes for attempt ``number`` of ``cell``'s chain: the
+    schedule's for the original, the one derived from the panel seed for a replacement."""
+    if number == 0:
+        return cell.seed
+    if panel_seed is None:
+        return None
+    return replacement_seed(panel_seed, cell.task, cell.arm, cell.replicate, number)
+
+
 def _check_frozen(path: Path, where: str, r: AttemptRecord, cell: Cell,
-                  manifest: Mapping[str, Any], *, original: bool) -> None:
-    """The record's seed and task digest against what the manifest froze."""
-    if original and cell.seed is not None and r.seed != cell.seed:
+                  manifest: Mapping[str, Any], *, number: int,
+                  panel_seed: int | None) -> None:
+    """The record's seed, config hash and task digest against what the manifest froze."""
+    seed = _frozen_seed(cell, panel_seed, number)
+    if seed is not None and r.seed != seed:
+        frozen = "frozen" if number == 0 else "the panel seed derives"
         raise InputError(path, where.format("seed"), f"seed {r.seed} is not the seed "
-                         f"{cell.seed} frozen for {cell.attempt_id}", _NOT_SCHEDULED)
+                         f"{seed} {frozen} for {r.attempt_id}", _NOT_SCHEDULED)
+    frozen_hash = manifest.get("config_hash")
+    if isinstance(frozen_hash, str) and frozen_hash and r.config_hash != frozen_hash:
+        raise InputError(path, where.format("config_hash"), f"{r.config_hash[:12]!r}… is not "
+                         f"the config hash {frozen_hash[:12]!r}… frozen with the run: the "
+                         "attempt ran under another panel, agent, environment or seed",
+                         "analyse the run it came from")
     digest = _frozen_digest(manifest, r.task)
     if digest is not None and r.task_digest != digest:
         raise InputError(path, where.format("task_digest"), f"{r.task_digest[:12]!r}… is not "
@@ -238,9 +275,9 @@ def check_conformance(path: Path, read: ReadResult | None,
         check_one_record_per_attempt(path, read)
     if manifest is None:
         return
-    schedule = _Schedule(scheduled_cells(manifest, manifest_path or path.parent /
-                                         "prereg.json"))
+    manifest_path = manifest_path or path.parent / "prereg.json"
+    schedule = _Schedule(scheduled_cells(manifest, manifest_path))
     if read is not None:
-        _check_records(path, read, manifest, schedule)
+        _check_records(path, read, manifest, manifest_path, schedule)
     elif path.suffix.lower() == ".csv":
         _check_csv(path, schedule)

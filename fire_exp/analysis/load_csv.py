@@ -11,6 +11,7 @@ from __future__ import annotations
 import csv
 import io
 import math
+import re
 from pathlib import Path
 
 import numpy as np
@@ -20,7 +21,7 @@ from fire_exp.analysis.frame import FAMILY_COLUMNS, LoadedAttempts, normalize_fr
 from fire_exp.analysis.plan import AnalysisPlan
 from fire_exp.analysis.validate import Entry, check_columns, check_entries, frame_is_clean
 from fire_exp.errors import InputError
-from fire_exp.files import control_character, read_text
+from fire_exp.files import INVISIBLE, control_character, read_text
 
 __all__ = ["load_csv"]
 
@@ -28,6 +29,9 @@ _TRUE = {"1", "true", "yes", "y", "t", "1.0"}
 _FALSE = {"0", "false", "no", "n", "f", "0.0"}  # an empty cell is neither: refused
 _REQUIRED = ("task", "arm", "replicate")
 _CONTROL = r"[\x00-\x1f\x7f-\x9f]"  # a name holding one is refused row by row
+# Numbers as a spreadsheet writes them, in ASCII digits (pandas reads the same, no more)
+_WHOLE = re.compile(r"[+-]?[0-9]+")
+_DECIMAL = re.compile(r"[+-]?([0-9]+\.?[0-9]*|\.[0-9]+)([eE][+-]?[0-9]+)?")
 
 
 def _cell(path: Path, line: int, col: str, text: str, kind: str) -> object:
@@ -41,20 +45,29 @@ def _cell(path: Path, line: int, col: str, text: str, kind: str) -> object:
             raise InputError(path, where, f"{t!r} {control}", "fix the name")
         return t
     if kind == "int":
-        try:
-            return int(t)
-        except ValueError:
-            raise InputError(path, where, f"{t!r} is not a whole number") from None
+        # int() reads '1_0' as 10 and '١' (Arabic-Indic) as 1; '1.0' is read as the
+        # CSV reader of the fast path reads it
+        whole = _WHOLE.fullmatch(t) or (_DECIMAL.fullmatch(t) and float(t).is_integer())
+        if not whole:
+            raise InputError(path, where, f"{t!r} is not a whole number")
+        if float(t) < 0:
+            raise InputError(path, where, f"{t} is negative", "replicates count from 0")
+        return int(float(t)) if not _WHOLE.fullmatch(t) else int(t)
     if kind in {"float", "reward"}:
-        if not t and kind == "reward":
+        if not t:
             raise InputError(path, where, "is empty", "every attempt needs its reward; an "
-                             "attempt without one is a failure: write 0")
-        try:
-            v = float(t) if t else 0.0
-        except ValueError:
-            raise InputError(path, where, f"{t!r} is not a number") from None
+                             "attempt without one is a failure: write 0" if kind == "reward"
+                             else "write the attempt's value (0 if it had none), or leave "
+                             "the column out")
+        if not _DECIMAL.fullmatch(t):  # float() reads '0_1' as 1.0
+            if t.lower().lstrip("+-") in ("nan", "inf", "infinity"):
+                raise InputError(path, where, f"{t!r} is not a finite number")
+            raise InputError(path, where, f"{t!r} is not a number")
+        v = float(t)
         if not math.isfinite(v):
             raise InputError(path, where, f"{t!r} is not a finite number")
+        if kind == "float" and v < 0:
+            raise InputError(path, where, f"{t} is negative", "a cost or a time is 0 or more")
         return v
     if t.lower() in _TRUE:
         return True
@@ -144,8 +157,8 @@ def _fast_column(column: pd.Series, kind: str) -> np.ndarray | pd.Categorical | 
     numeric = column.dtype.kind in "iuf"
     if kind in ("reward", "float", "int") and numeric:
         parsed: np.ndarray = column.to_numpy(dtype=float)
-        if not np.all(np.isfinite(parsed)):
-            return None
+        if not np.all(np.isfinite(parsed)) or (kind != "reward" and np.any(parsed < 0)):
+            return None  # row by row names the cell (a reward outside the scale later)
         if kind == "int":
             return parsed.astype(np.int64) if np.all(parsed == np.rint(parsed)) else None
         return parsed
@@ -157,7 +170,8 @@ def _fast_column(column: pd.Series, kind: str) -> np.ndarray | pd.Categorical | 
     codes, uniques = pd.factorize(column)
     text = pd.Series(uniques, dtype=object).str.strip()
     if kind in ("str", "name"):
-        if not bool((text != "").all()) or text.str.contains(_CONTROL).any():
+        if not bool((text != "").all()) or text.str.contains(_CONTROL).any() \
+                or text.str.contains(INVISIBLE.pattern).any():
             return None
         if kind == "str":
             return text.to_numpy(dtype=object)[codes]
@@ -169,10 +183,10 @@ def _fast_column(column: pd.Series, kind: str) -> np.ndarray | pd.Categorical | 
         values: np.ndarray = low.isin(_TRUE).to_numpy()
         ok = bool(low.isin(_TRUE | _FALSE).all())
     else:
-        if kind == "reward" and (text == "").any():
+        if (text == "").any():  # an empty number is not 0: refused row by row
             return None
-        values = pd.to_numeric(text.replace("", "0"), errors="coerce").to_numpy(float)
-        ok = bool(np.all(np.isfinite(values)))
+        values = pd.to_numeric(text, errors="coerce").to_numpy(float)
+        ok = bool(np.all(np.isfinite(values))) and (kind == "reward" or bool(np.all(values >= 0)))
         if kind == "int":
             ok = ok and bool(np.all(values == np.rint(values)))
             values = values.astype(np.int64) if ok else values

@@ -11,6 +11,7 @@ docs/importers.md.
 from __future__ import annotations
 
 import argparse
+from dataclasses import replace
 from pathlib import Path
 
 from fire_exp.errors import InputError
@@ -76,7 +77,12 @@ def main(argv: list[str] | None = None) -> int:
               f"{__doc__.splitlines()[2].strip()}\n\nkinds:\n{_kinds()}\n\n"
               "fire-exp import KIND --help shows a kind's sources and options.")
         return 0
-    from fire_exp.importers.mapping import ArmMapping, check_arm_from, load_mapping
+    from fire_exp.importers.mapping import (
+        ArmMapping,
+        check_arm_from,
+        check_cohort_tasks,
+        load_mapping,
+    )
 
     importer = _importer(argv[0])
     args = _parser(importer).parse_args(argv[1:])
@@ -87,6 +93,10 @@ def main(argv: list[str] | None = None) -> int:
         raise InputError(args.out, "<file>", "already exists", "remove it or pass --out")
     imported = importer.read(args.sources, mapping, args.run or
                              importer.default_run(args.sources), args)
+    unused = check_cohort_tasks(mapping, {r.task for r in imported.records},
+                                args.map or "--cohort")
+    if unused:
+        imported = replace(imported, notes=[*imported.notes, unused])
     _write(imported, args, importer)
     return 0
 

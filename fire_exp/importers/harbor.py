@@ -168,6 +168,9 @@ def _count(trial: HarborTrial, agent_result: Any, key: str) -> float:
     if number < 0:
         raise InputError(trial.path, f"agent_result.{key}", f"{number:g} is negative",
                          "fix the trial's result.json")
+    if key.startswith("n_") and not number.is_integer():  # a token count (1.5 read as 1)
+        raise InputError(trial.path, f"agent_result.{key}", f"{number:g} is not a whole "
+                         "number of tokens", "fix the trial's result.json")
     return number
 
 

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from fire_exp.errors import InputError
+from fire_exp.files import control_character
 from fire_exp.importers.contract import Imported
 from fire_exp.importers.inspect_log import InspectLog, Reader, read_log
 from fire_exp.importers.inspect_sample import Placement, SampleRef, Scorer, sample_record
@@ -97,6 +98,10 @@ def _sample_ref(log: InspectLog, sample: dict[str, Any]) -> SampleRef:
     if isinstance(sid, bool) or not isinstance(sid, str | int) or sid == "":
         raise InputError(log.path, "samples: id", f"expected a string or integer id, got "
                          f"{sid!r:.60}")
+    control = control_character(sid) if isinstance(sid, str) else None
+    if control:  # the id is the task: it would be a task of its own that reads as another
+        raise InputError(log.path, "samples: id", f"{sid!r} {control}",
+                         "fix the sample id in the task's dataset")
     if isinstance(epoch, bool) or not isinstance(epoch, int) or epoch < 1:
         raise InputError(log.path, f"sample {sid!r}: epoch", f"expected an epoch of 1 or "
                          f"more, got {epoch!r:.60}")

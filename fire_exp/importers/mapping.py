@@ -11,6 +11,7 @@ records exist, the order of the arms within each (task, replicate) block
 
 from __future__ import annotations
 
+import difflib
 import fnmatch
 import json
 import math
@@ -21,11 +22,11 @@ from pathlib import Path
 from typing import Any
 
 from fire_exp.errors import InputError
-from fire_exp.files import parse_yaml, read_text
+from fire_exp.files import control_character, parse_yaml, read_text
 from fire_exp.records import AttemptRecord
 
-__all__ = ["ArmFields", "ArmMapping", "check_arm_from", "field_value", "load_mapping",
-           "with_order"]
+__all__ = ["ArmFields", "ArmMapping", "check_arm_from", "check_cohort_tasks", "field_value",
+           "load_mapping", "with_order"]
 
 _DOTTED = re.compile(r"^[A-Za-z_][\w-]*(\.[\w-]+)+$")
 _KEYS = ("arm_from", "arms", "cohorts", "default_cohort", "pass_threshold")
@@ -126,14 +127,59 @@ def load_mapping(path: Path, fields: ArmFields) -> ArmMapping:
         raise InputError(path, sorted(unknown)[0], "unknown key", f"keys: {', '.join(_KEYS)}")
     source = check_arm_from(str(raw.get("arm_from", fields.default)), path, fields)
     arms, cohorts = raw.get("arms") or {}, raw.get("cohorts") or {}
-    if not isinstance(arms, dict) or not all(isinstance(v, str) for v in arms.values()):
+    if not isinstance(arms, dict):
         raise InputError(path, "arms", "expected PATTERN: ARM pairs", "e.g. '*-real-*': real")
     if not isinstance(cohorts, dict):
         raise InputError(path, "cohorts", "expected TASK: COHORT pairs")
-    return ArmMapping(source, tuple((str(k), v) for k, v in arms.items()),
-                      {str(k): str(v) for k, v in cohorts.items()},
-                      str(raw.get("default_cohort", "all")),
+    pairs = {"arms": arms, "cohorts": cohorts}
+    for key, pairs_of in pairs.items():
+        for name, value in pairs_of.items():
+            _name(path, key, name, "a key")
+            _name(path, f"{key}.{name}", value, "a value")
+    default = raw.get("default_cohort", "all")
+    _name(path, "default_cohort", default, "the value")
+    return ArmMapping(source, tuple(arms.items()), dict(cohorts), default,
                       _threshold(raw.get("pass_threshold", 1.0), path))
+
+
+def _name(path: Path, where: str, value: Any, what: str) -> None:
+    """Refuse a pattern, task, arm or cohort that is not a name: YAML reads ``yes`` as
+    true (a cohort 'True'), ``0123`` as 83, and an empty or invisible name is another."""
+    if not isinstance(value, str) or not value.strip():
+        raise InputError(path, where, f"{what} is {value!r:.60}, not a name",
+                         "write names as text; quote one YAML reads otherwise ('yes', '0123')")
+    control = control_character(value)
+    if control:
+        raise InputError(path, where, f"{value!r} {control}", "fix the name")
+
+
+def check_cohort_tasks(mapping: ArmMapping, tasks: Iterable[str],
+                       where: Path | str) -> str | None:
+    """Check the mapping's ``cohorts`` against the tasks imported.
+
+    A task named there that no result holds is counted (a mapping may serve several
+    jobs); one close to an imported task left in the default cohort is a typo that put
+    that task in the wrong cohort, and is refused.
+
+    Returns:
+        A note on the tasks no result holds, or None.
+
+    Raises:
+        InputError: naming the task meant.
+    """
+    tasks = set(tasks)
+    unused = sorted(set(mapping.cohorts) - tasks)
+    defaulted = sorted(tasks - set(mapping.cohorts))
+    for name in unused:
+        close = difflib.get_close_matches(name, defaulted, n=1, cutoff=0.8)
+        if close:
+            raise InputError(where, f"cohorts.{name}", f"no result holds task {name!r}, and "
+                             f"task {close[0]!r} fell to the default cohort "
+                             f"{mapping.default_cohort!r}", f"did you mean {close[0]!r}?")
+    if not unused:
+        return None
+    return (f"the mapping's cohorts name {len(unused)} task(s) no result holds, e.g. "
+            f"{unused[0]}: nothing imported for them")
 
 
 def _threshold(value: Any, path: Path) -> float:

@@ -32,7 +32,6 @@ are written to the activity log, where the validity guard finds them.
 from __future__ import annotations
 
 import difflib
-import json
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -40,6 +39,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from fire_exp.errors import InputError
+from fire_exp.manifest import read_manifest
 from fire_exp.policies.arms import build_arm
 from fire_exp.policies.hook_store import SessionState, append_activity, locked_session
 from fire_exp.policies.loader import Portfolio, load_portfolio, sha256_file
@@ -85,11 +85,7 @@ def load_arm_families(portfolio: str | Path, arm: str,
 
 
 def _from_manifest(path: Path) -> tuple[Portfolio, Portfolio]:
-    try:
-        hashes = json.loads(path.read_text(encoding="utf-8"))["hashes"]
-    except (json.JSONDecodeError, KeyError, TypeError) as exc:
-        raise InputError(path, "hashes", f"not a preregistration manifest ({exc})",
-                         "pass a file written by `fire-exp freeze`") from None
+    hashes = read_manifest(path)["hashes"]  # as the runner reads it: a key twice refused
     loaded = []
     for kind in ("policy", "control"):
         frozen = {k.split(":", 1)[1]: v for k, v in hashes.items()

@@ -101,6 +101,14 @@ def _flag(data: dict[str, Any], key: str) -> bool:
     return value
 
 
+def _whole(data: dict[str, Any], key: str, default: int) -> int:
+    """A count of 1 or more (``n_sims=2.5`` was read as 2)."""
+    value = _number(data, key, default, 1, math.inf)
+    if value != int(value):
+        raise _bad(key, f"expected a whole number, got {value!r}")
+    return int(value)
+
+
 def _number(data: dict[str, Any], key: str, default: Any, low: float, high: float) -> Any:
     value = data.get(key, default)
     if value is None:
@@ -151,7 +159,8 @@ def power_settings(data: dict[str, Any] | None) -> PowerSettings:
         raise _bad("effect_model", f"{data['effect_model']!r}", "use share or logit")
     beta = data.get("beta", (2.0, 3.0))
     if not isinstance(beta, list | tuple) or len(beta) != 2 or \
-            not all(isinstance(v, int | float) and v > 0 for v in beta):
+            not all(isinstance(v, int | float) and not isinstance(v, bool)
+                    and 0 < v < math.inf for v in beta):  # true is not Beta's 1
         raise _bad("beta", f"expected two positive numbers [a, b], got {beta!r}")
     tasks, attempts = _numbers(data, "tasks", int), _numbers(data, "attempts", int)
     effects = _numbers(data, "effects", float)
@@ -171,8 +180,8 @@ def power_settings(data: dict[str, Any] | None) -> PowerSettings:
         effect_model=data.get("effect_model", "share"), tasks=tasks, attempts=attempts,
         effects=effects, target_effect=_number(data, "target_effect", 20.0, 0, 100),
         target_power=_number(data, "target_power", 0.8, 0.01, 0.999),
-        n_sims=int(_number(data, "n_sims", 2000, 1, math.inf)),
+        n_sims=_whole(data, "n_sims", 2000),
         alpha=_number(data, "alpha", None, 1e-9, 0.5), seed=seed,
-        secondary=bool(data.get("secondary", True)), ceilings=_flag(data, "ceilings"),
-        max_tasks=int(_number(data, "max_tasks", 400, 1, math.inf)), out=data.get("out"),
+        secondary=_flag(data, "secondary"), ceilings=_flag(data, "ceilings"),
+        max_tasks=_whole(data, "max_tasks", 400), out=data.get("out"),
         price_usd=_number(data, "price_usd", None, 0, 1_000_000))

@@ -97,6 +97,14 @@ class Report:
         parts = [f"{self.result.metadata.get('plan_used', '')}"]
         if self.status.partial:
             parts.append(f"NOTE: partial run: {self.status.message}.")
+        contrasts = self.result.contrasts
+        if contrasts.empty or not (contrasts["role"] == "primary").any():
+            # `analyze` exits 1 here; the report (and the run it ends) says it first
+            primary = self.result.plan.primary
+            parts.append(f"NOTE: the primary contrast '{primary.contrast}' on "
+                         f"'{primary.cohort}' could not be computed (the attempts lack an "
+                         "arm or the cohort; notes.md says which): no preregistered "
+                         "question is answered.")
         if self.result.sequential is not None and self.result.sequential.get("line"):
             parts.append(f"sequential test: {self.result.sequential['line']}")
         pr = self.result.pass_rates

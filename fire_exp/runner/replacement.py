@@ -21,11 +21,10 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-import numpy as np
-
+from fire_exp import attempt_seeds as seeds
 from fire_exp.errors import InputError
 from fire_exp.records import REPLACEABLE_CAUSES, AttemptRecord, Cause
-from fire_exp.runner.schedule import ScheduledAttempt, stable_key
+from fire_exp.runner.schedule import ScheduledAttempt
 
 SEPARATOR = "#"
 
@@ -53,7 +52,11 @@ class ReplacementRule:
             raise InputError(where, "replacement.max_replacements",
                              f"expected a whole number >= 0, got {count!r}")
         causes: set[Cause] = set()
-        for name in block.get("causes") or []:
+        names = block.get("causes") or []
+        if not isinstance(names, list | tuple):  # a string would be read letter by letter
+            raise InputError(where, "replacement.causes", f"expected a list of causes, got "
+                             f"{names!r:.60}", "e.g. panel.replacement.causes=[CAUSE,...]")
+        for name in names:
             try:
                 cause = Cause(name)
             except ValueError:
@@ -91,13 +94,11 @@ def split_id(attempt_id: str) -> tuple[str, int]:
 
 
 def replacement_seed(panel_seed: int, item: ScheduledAttempt, number: int) -> int:
-    """Replacement ``number``'s seed, from its own child stream of the panel seed."""
+    """Replacement ``number``'s seed, from its own child stream of the panel seed
+    (:func:`fire_exp.attempt_seeds.replacement_seed`; number 0: the scheduled seed)."""
     if number == 0:
         return item.seed
-    seq = np.random.SeedSequence(panel_seed, spawn_key=(
-        stable_key(item.task), stable_key(item.arm), item.replicate,
-        stable_key("replacement"), number))
-    return int(seq.generate_state(1, dtype=np.uint64)[0] >> np.uint64(1))
+    return seeds.replacement_seed(panel_seed, item.task, item.arm, item.replicate, number)
 
 
 @dataclass(frozen=True)

@@ -3,7 +3,8 @@
 Within each replicate, every task gets its own random order of the arms (FIRE: "condition
 order is randomized within each replicate"); replicates run one after another. Each
 attempt's seed comes from its own child stream of the panel seed, keyed by task, arm and
-replicate, so adding an arm or a task changes no other attempt's seed.
+replicate (:mod:`fire_exp.attempt_seeds`), so adding an arm or a task changes no other
+attempt's seed.
 """
 
 from __future__ import annotations
@@ -14,6 +15,11 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 
 import numpy as np
+
+from fire_exp.attempt_seeds import attempt_seed, stable_key
+
+__all__ = ["ScheduledAttempt", "attempt_seed", "build_schedule", "build_task_block_schedule",
+           "schedule_digest", "stable_key"]
 
 
 @dataclass(frozen=True)
@@ -31,24 +37,6 @@ class ScheduledAttempt:
     @property
     def attempt_id(self) -> str:
         return f"{self.task}/{self.arm}/r{self.replicate}"
-
-
-def stable_key(text: str) -> int:
-    """A 32-bit key for ``SeedSequence`` spawn keys that does not depend on Python's hash.
-
-    Big-endian, so every frozen schedule keeps its seeds. The analysis keys its resampling
-    streams with :func:`fire_exp.stats.seeds.stable_hash32`, the same hash read
-    little-endian; each byte order is frozen by what it seeds (preregistered schedules,
-    published tables), so neither may change.
-    """
-    return int.from_bytes(hashlib.sha256(text.encode()).digest()[:4], "big")
-
-
-def attempt_seed(panel_seed: int, task: str, arm: str, replicate: int) -> int:
-    """The seed of one attempt, from its own child stream of the panel seed."""
-    seq = np.random.SeedSequence(panel_seed, spawn_key=(stable_key(task), stable_key(arm),
-                                                        replicate))
-    return int(seq.generate_state(1, dtype=np.uint64)[0] >> np.uint64(1))
 
 
 def build_schedule(tasks: Sequence[tuple[str, str]], arms: Sequence[str], attempts: int,

@@ -13,6 +13,8 @@ import pytest
 
 from fire_exp.analysis import analyze
 from fire_exp.errors import InputError
+from fire_exp.runner.replacement import replacement_seed
+from fire_exp.runner.schedule import ScheduledAttempt
 
 DEMO_RUN = Path(__file__).resolve().parents[1] / "report" / "data" / "demo_run"
 
@@ -59,6 +61,8 @@ def test_the_untouched_run_is_analysed(run: Path) -> None:
     # another seed, or a task edited after freezing: not the attempt preregistered
     (lambda r: r.update(seed=r["seed"] + 1), "seed", "is not the seed"),
     (lambda r: r.update(task_digest="0" * 64), "task_digest", "is not the digest"),
+    # an attempt of the same panel under another agent model (its seeds are the same)
+    (lambda r: r.update(config_hash="1" * 64), "config_hash", "is not the config hash"),
 ])
 def test_a_record_the_schedule_never_held_is_refused_by_line(
         run: Path, edit: Callable[[dict[str, Any]], None], field: str, says: str) -> None:
@@ -89,7 +93,10 @@ def test_a_renamed_task_no_longer_shrinks_the_primary_silently(run: Path) -> Non
         analyze(run)
 
 
-def test_a_declared_replacement_is_analysed(run: Path) -> None:
+def _with_replacement(run: Path, edit: Callable[[dict[str, Any]], None] = lambda r: None,
+                      ) -> int:
+    """Make the first finished record an environment failure replaced by ``#1`` (its seed
+    the one the runner draws), edit the replacement; returns the replacement's line."""
     records = _lines(run)
     index = next(i for i, r in enumerate(records) if r["kind"] == "finished")
     first = records[index]
@@ -97,13 +104,47 @@ def test_a_declared_replacement_is_analysed(run: Path) -> None:
     failed = first | {"reward": None, "passed": False, "cause": "environment_failed",
                       "lineage": {"replaces": None, "replaced_by": successor,
                                   "cause": "environment_failed"}}
-    replacement = first | {"attempt_id": successor,
+    item = ScheduledAttempt(0, first["task"], first["cohort"], first["arm"],
+                            first["replicate"], first["order"], first["seed"])
+    seed = json.loads((run / "prereg.json").read_text())["seed"]
+    replacement = first | {"attempt_id": successor, "seed": replacement_seed(seed, item, 1),
                            "lineage": {"replaces": first["attempt_id"], "replaced_by": None,
                                        "cause": "environment_failed"}}
+    edit(replacement)
     records[index:index + 1] = [failed, replacement]
     _write(run, records)
+    return index + 2
+
+
+def test_a_declared_replacement_is_analysed(run: Path) -> None:
+    _with_replacement(run)
     result = analyze(run)
     assert result.metadata["n_superseded"] == 1
+
+
+def test_a_replacement_of_another_seed_is_refused(run: Path) -> None:
+    line = _with_replacement(run, lambda r: r.update(seed=r["seed"] + 1))
+    with pytest.raises(InputError, match="the panel seed derives for") as err:
+        analyze(run)
+    assert err.value.field == f"line {line}, field 'seed'"
+
+
+def test_a_replacement_carrying_its_originals_seed_is_refused(run: Path) -> None:
+    records = _lines(run)
+    original = next(r for r in records if r["kind"] == "finished")
+    line = _with_replacement(run, lambda r: r.update(seed=original["seed"]))
+    with pytest.raises(InputError, match=f"seed {original['seed']} is not the seed") as err:
+        analyze(run)
+    assert err.value.field == f"line {line}, field 'seed'"
+
+
+def test_a_manifest_whose_panel_seed_is_not_a_seed_is_named(run: Path) -> None:
+    _with_replacement(run)
+    manifest = json.loads((run / "prereg.json").read_text())
+    (run / "prereg.json").write_text(json.dumps(manifest | {"seed": True}))
+    with pytest.raises(InputError) as err:
+        analyze(run)
+    assert err.value.path.endswith("prereg.json") and err.value.field == "seed"
 
 
 @pytest.mark.parametrize("reward", [0.0, 1.0], ids=["disagreeing", "identical"])

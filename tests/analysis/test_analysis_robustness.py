@@ -220,10 +220,10 @@ def test_a_run_read_before_its_plan_is_checked_once_the_plan_is_known(tmp_path: 
 
 def test_csv_cells_keep_their_meaning_whichever_reader_path_parses_them(tmp_path: Path) -> None:
     """Numbers and true/false parsed by the CSV reader, anything else cell by cell: names
-    stay text ("007"), passed may be yes/no, a whole-number replicate may read 1.0, and an
-    empty cost cell is 0."""
+    stay text ("007"), passed may be yes/no, a whole-number replicate may read 1.0 (an
+    empty cost cell, once read as 0, is refused: ``test_one_meaning.py``)."""
     header = "task,arm,replicate,cohort,passed,reward,cost_usd\n"
-    body = ("007,real,0,eligible,yes,1,0.5\n007,sham,1.0,eligible,no,0,\n"
+    body = ("007,real,0,eligible,yes,1,0.5\n007,sham,1.0,eligible,no,0,0\n"
             "010,real,0,eligible,True,1,1e-3\n010,sham,0,eligible,False,0,2\n")
     att = load_attempts(_csv(tmp_path, body, header)).attempts
     assert list(att["task"]) == ["007", "007", "010", "010"]

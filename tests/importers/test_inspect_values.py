@@ -160,3 +160,15 @@ def test_a_log_inspect_ai_wrote_reads_without_it(monkeypatch: pytest.MonkeyPatch
     with pytest.raises(InputError, match="zstd-compressed, and the zstandard package is not "
                                          "installed"):
         read_log(FIXTURE, "format")
+
+
+@pytest.mark.parametrize("sid", ["a\u200b", "a\tb"])
+def test_a_sample_id_that_is_not_a_name_is_refused(tmp_path: Path, sid: str) -> None:
+    """The id is the task: ``a`` + zero-width space was a task of its own beside ``a``
+    (as a Harbor ``task_name`` is refused)."""
+    spec = eval_spec("real")
+    path = write_eval(tmp_path / "real.eval", {"version": 2, "status": "success", "eval": spec},
+                      {"version": 2, "eval": spec}, [sample("a", 1, "C"), sample(sid, 1, "I")])
+    with pytest.raises(InputError, match=r"samples: id: .* character") as err:
+        import_inspect([path], ArmMapping(arm_from="eval.task_args.arm"), reader="format")
+    assert err.value.path.endswith("real.eval")

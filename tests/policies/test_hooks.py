@@ -387,3 +387,16 @@ def test_a_payload_with_a_key_twice_is_malformed(tmp_path: Path) -> None:
     assert hook("Stop", text, state)[:2] == (0, None)
     [line] = activity(state)
     assert "key 'session_id' appears twice" in line["reason"]
+
+
+def test_a_manifest_given_as_portfolio_with_a_key_twice_is_refused(tmp_path: Path) -> None:
+    """The hook read ``--portfolio X.prereg.json`` with plain JSON (the second ``hashes``
+    won) while every other reader of a manifest refuses a key twice."""
+    from fire_exp.errors import InputError
+    from fire_exp.manifest import FORMAT
+    from fire_exp.policies.hooks import load_arm_families
+
+    manifest = tmp_path / "demo.prereg.json"
+    manifest.write_text(f'{{"format": "{FORMAT}", "hashes": {{}}, "hashes": {{}}}}')
+    with pytest.raises(InputError, match="key 'hashes' appears twice"):
+        load_arm_families(manifest, "real")

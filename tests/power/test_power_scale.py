@@ -108,8 +108,13 @@ def test_ceilings_are_each_enforced_at_their_value() -> None:
             check_ceilings(*args, ceilings=small)
 
 
-@pytest.mark.parametrize("bad", [{"ceilings": "no"}, {"n_sims": float("inf")},
-                                 {"tasks": [float("inf")]}, {"max_tasks": float("nan")}])
+@pytest.mark.parametrize("bad", [
+    {"ceilings": "no"}, {"n_sims": float("inf")}, {"tasks": [float("inf")]},
+    {"max_tasks": float("nan")},
+    # once bent to fit: secondary "no" read as true, beta [true, 3] as Beta(1, 3), n_sims
+    # 2.5 as 2 simulated panels, max_tasks 10.5 as 10
+    {"secondary": "no"}, {"secondary": 1}, {"beta": [True, 3]}, {"beta": [2, float("inf")]},
+    {"n_sims": 2.5}, {"max_tasks": 10.5}])
 def test_non_finite_and_non_boolean_settings_are_refused(bad: dict[str, object]) -> None:
     with pytest.raises(InputError, match=f"power.{next(iter(bad))}"):
         power_settings(bad)

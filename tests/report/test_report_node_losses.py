@@ -4,6 +4,7 @@ one line per node, with its causes and what the frozen replacement rule made of 
 from __future__ import annotations
 
 from fire_exp.analysis.accounting import node_losses
+from fire_exp.attempt_seeds import replacement_seed
 from fire_exp.records import Cause, Lineage, append_records
 from fire_exp.report.build import build_report
 from tests.report.helpers import panel_records, write_prereg
@@ -26,7 +27,8 @@ def _lost_run(tmp_path):
             "lineage": Lineage(replaced_by=successor, cause=cause.value if replaced else None)})
         if successor:
             successors.append(r.model_copy(update={
-                "attempt_id": successor, "node": "a",
+                "attempt_id": successor, "node": "a",  # its seed as the runner draws it
+                "seed": replacement_seed(0, r.task, r.arm, r.replicate, 1),
                 "lineage": Lineage(replaces=r.attempt_id, cause=cause.value)}))
     records[1] = records[1].model_copy(update={"cause": Cause.AGENT_ERROR, "passed": False,
                                                "reward": 0.0})

@@ -62,6 +62,7 @@ def test_finished_run_has_no_banner(tmp_path, fast_plan):
     assert not report.status.partial
     assert not any("Partial run" in md.read_text() for md in report.out.glob("*.md"))
     assert not any("% partial" in t.read_text() for t in report.out.glob("*.tex"))
+    assert "NOTE" not in report.summary()  # nor a primary that could not be computed
 
 
 def test_cli_notes_a_partial_run_in_the_terminal(tmp_path):
@@ -72,3 +73,13 @@ def test_cli_notes_a_partial_run_in_the_terminal(tmp_path):
     assert proc.returncode == 0, proc.stderr
     assert "NOTE: partial run: 30 of 54 scheduled attempts finished" in proc.stdout
     assert (tmp_path / "out" / "contrasts.tex").is_file()
+
+
+def test_a_report_without_its_primary_contrast_says_so_in_the_terminal(tmp_path, fast_plan):
+    """A panel run without the primary's comparator (``panel.arms=[real]``) ended its
+    report, and ``fire-exp run``, with "_(no rows)_" and not a word of the primary."""
+    records = [r for r in panel_records() if r.arm != fast_plan.primary.contrast.split()[-1]]
+    run = _run(tmp_path, records)
+    summary = build_report(run, fast_plan).summary()
+    assert f"NOTE: the primary contrast '{fast_plan.primary.contrast}' on " \
+           f"'{fast_plan.primary.cohort}' could not be computed" in summary

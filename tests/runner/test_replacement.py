@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import json
+from dataclasses import asdict, replace
 from pathlib import Path
 
 import pytest
 
+from fire_exp.analysis.conformance import check_conformance
 from fire_exp.analysis.load import load_attempts
 from fire_exp.errors import InputError
 from fire_exp.records import AttemptRecord, Cause, Lineage, read_records
@@ -139,10 +142,13 @@ def test_owed_attempts_in_schedule_order() -> None:
     {"max_replacements": -1, "causes": ["provider_failed"]},
     {"max_replacements": 1},
     {"max_replacements": 1, "causes": ["provider_failed"], "extra": 1},
+    # a string, not a list: it was read letter by letter ("unknown cause 'e'")
+    {"max_replacements": 1, "causes": "environment_failed"},
 ])
 def test_rule_rejects_what_may_not_be_replaced(block: dict) -> None:
-    with pytest.raises(InputError, match="replacement"):
+    with pytest.raises(InputError, match="replacement") as err:
         ReplacementRule.from_config(block)
+    assert "unknown cause 'e'" not in err.value.problem
 
 
 def test_rule_is_part_of_the_panel_config_hash(tmp_path: Path) -> None:
@@ -152,3 +158,34 @@ def test_rule_is_part_of_the_panel_config_hash(tmp_path: Path) -> None:
     with pytest.raises(InputError, match="replacement.causes"):
         build_panel(run_config(tmp_path, replacement={"max_replacements": 1,
                                                       "causes": ["agent_error"]}))
+
+
+
+def _manifest(panel) -> dict:  # type: ignore[no-untyped-def]
+    """What the preregistration freezes of ``panel`` that its records are checked against."""
+    return {"panel": panel.name, "seed": panel.seed, "hashes": {},
+            "schedule": [asdict(s) for s in panel.schedule]}
+
+
+def test_a_replacements_seed_is_checked_against_the_one_the_panel_seed_derives(
+        tmp_path: Path, script) -> None:  # type: ignore[no-untyped-def]
+    """The runner's replacements conform; one carrying another seed (its original's, as a
+    hand-made replacement would) is refused by line and field, as an original's is."""
+    script.env_fails |= {f"{T}/real/r0", f"{T}/real/r0#1"}
+    config = run_config(tmp_path, replacement=RULE, arms=("real",), workers=1)
+    panel = build_panel(replace(config, seed=11))  # not 0: the panel seed must count
+    path = tmp_path / "rt" / "t" / "attempts.jsonl"
+    run_panel(panel, path.parent, progress=PlainProgress(0, open("/dev/null", "w")))
+    check_conformance(path, read_records(path), _manifest(panel))  # as the runner drew them
+    lines = path.read_text().splitlines()
+    number = next(n for n, line in enumerate(lines, 1)
+                  if f'"attempt_id":"{T}/real/r0#2"' in line and '"kind":"finished"' in line)
+    item = next(i for i in panel.schedule if i.arm == "real")
+    lines[number - 1] = json.dumps(json.loads(lines[number - 1]) | {"seed": item.seed},
+                                   separators=(",", ":"))
+    path.write_text("\n".join(lines) + "\n")
+    with pytest.raises(InputError) as err:
+        check_conformance(path, read_records(path), _manifest(panel))
+    assert err.value.field == f"line {number}, field 'seed'"
+    assert f"seed {item.seed} is not the seed {replacement_seed(11, item, 2)}" \
+        in err.value.problem

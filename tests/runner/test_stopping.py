@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import io
 import json
+import math
 from collections import deque
 from dataclasses import replace
 from pathlib import Path
@@ -213,6 +214,7 @@ def test_a_bad_budget_is_refused_where_it_enters() -> None:
     base = {"name": "p", "suite": "s", "eligible": ["t"], "arms": ["real"], "attempts": 1,
             "portfolio": "fire-core"}
     for key, value in (("budget_usd", -1), ("budget_usd", "lots"), ("budget_usd", 0),
+                       ("budget_usd", math.inf),  # no cap, written as one: leave it unset
                        ("budget_attempts", 2.5), ("budget_attempts", True)):
         with pytest.raises(InputError) as exc:
             panel_from_dict({**base, key: value})
@@ -237,7 +239,8 @@ class _ScoringExecutor:
                 run=job.run, panel=panel.name, attempt_id=job.attempt_id, task=item.task,
                 task_digest=panel.tasks[item.task].digest, cohort=item.cohort, arm=item.arm, replicate=item.replicate,
                 order=item.order, seed=item.seed, agent="a", environment="e",
-                reward=float(item.arm == "real"), passed=item.arm == "real"))
+                reward=float(item.arm == "real"), passed=item.arm == "real",
+                config_hash=panel.config_hash))  # as the runner's records carry it
 
 
 def test_run_panel_stops_for_efficacy_and_a_resume_runs_nothing_more(tmp_path) -> None:
