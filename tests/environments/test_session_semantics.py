@@ -13,9 +13,9 @@ from pathlib import Path
 
 import pytest
 
-from fire_exp.environments import session_host
 from fire_exp.environments.base import Environment
 from fire_exp.environments.docker import DockerEnvironment
+from fire_exp.environments.inbox import procs
 
 from .helpers import started_box
 
@@ -35,8 +35,8 @@ def alive_commands(env: Environment) -> str:
         lines = result.output.decode().splitlines()
         return "\n".join(ln.split(None, 1)[1] for ln in lines if not ln.startswith("Z"))
     found = []
-    for pid in session_host.marked_processes(env.marker):  # type: ignore[attr-defined]
-        if session_host.is_alive(pid):
+    for pid in procs.marked_processes(env.marker):  # type: ignore[attr-defined]
+        if procs.is_alive(pid):
             with open(f"/proc/{pid}/cmdline", "rb") as fh:
                 found.append(fh.read().replace(b"\0", b" ").decode())
     return "\n".join(found)
