@@ -9,6 +9,7 @@ but never the program; the ``/proc`` marker scan and ``kill_marked`` are defined
 from __future__ import annotations
 
 import ast
+import functools
 import sys
 from pathlib import Path
 
@@ -19,6 +20,7 @@ SHARED = ("kill_marked", "marked_processes", "is_alive", "session_of", "pipe_hol
           "attached_streams", "as_owner")
 
 
+@functools.cache
 def _trees() -> dict[Path, ast.Module]:
     return {path: ast.parse(path.read_text(), str(path))
             for path in PACKAGE.rglob("*.py") if "suites" not in path.parts}

@@ -473,6 +473,8 @@ def main(argv: list[str]) -> int:
         files = (args[at + 1], float(args[at + 2]))
         del args[at:at + 3]
     marker = args[0]
+    if files and os.getsid(0) != os.getpid():
+        os.setsid()  # started detached by a one-shot exec: lead a session of our own
     term = Terminal(args[1] if len(args) > 1 else None)
     # Children must not inherit an ignored SIGHUP from whoever started us.
     signal.signal(signal.SIGHUP, signal.SIG_DFL)
