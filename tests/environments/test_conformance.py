@@ -49,7 +49,9 @@ def test_the_backend_passes_the_kit(box: Environment, check: str) -> None:
 
 def test_the_registered_one_shot_box_is_the_one_file_backend(tmp_path: Path) -> None:
     env = make_box("oneshot", tmp_path, "registered")
+    env.stop()  # never started: its folder goes all the same
     assert type(env) is oneshot_box.OneShotBox and env.lease_s == LEASE_S
+    assert not env.root.exists()
 
 
 class NoHangup(LocalEnvironment):
