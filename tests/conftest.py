@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from fire_exp.environments import session_host
+from fire_exp.environments.inbox import procs
 from fire_exp.runner.cleanup import attempt_processes
 from tests import parallel, timeline
 
@@ -78,7 +78,7 @@ def _in_process(args: list[str], cwd: Path, env: dict[str, str]
 
 def marked_pids(marker: str) -> list[int]:
     """Live processes carrying ``FIRE_ATTEMPT=<marker>`` (one attempt's processes)."""
-    return [p for p in session_host.marked_processes(marker) if session_host.is_alive(p)]
+    return [p for p in procs.marked_processes(marker) if procs.is_alive(p)]
 
 
 @pytest.fixture
@@ -88,7 +88,7 @@ def cli():
 
 def pids_working_under(root: Path) -> list[int]:
     """Live processes whose ``FIRE_WORKDIR`` lies under ``root`` (one test's attempts)."""
-    return [p for p in attempt_processes(root) if session_host.is_alive(p)]
+    return [p for p in attempt_processes(root) if procs.is_alive(p)]
 
 
 def pytest_configure(config: pytest.Config) -> None:

@@ -11,9 +11,10 @@ Per attempt it
    the CLI in it (``docker_install.py``) and, for a task without network, the internal
    egress network, the container's own packet filter letting it reach nothing but
    loopback and the egress proxy (``egress.py``, ``egress_firewall.py``);
-3. starts the agent's session host (``session_host.py``, run by the container's
-   ``python3``) as the process of one ``docker exec`` with its stdin attached; each agent
-   command is one request on that socket, a ``bash -c`` child of the session leader. The
+3. starts the agent's session host (``inbox/session_host.py`` with ``procs.py`` beside
+   it, run by the container's ``python3``) as the process of one ``docker exec`` with its
+   stdin attached; each agent command is one request on that socket
+   (``session_client.py``), a ``bash -c`` child of the session leader. The
    host stays root; where the agent runs unprivileged (``run_agent_as``, a coding-agent
    CLI's default) every command runs as that user, who gets the working folder,
    ``/logs/agent`` and a home in the agent's folder. When the harness dies, the host's
@@ -30,16 +31,14 @@ process's labels, so ``fire-exp cleanup`` finds what a killed run left behind.
 from __future__ import annotations
 
 import secrets
-import threading
 import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from fire_exp.attempt_paths import AGENT_LOGS, TERMINAL_LOG, VERIFIER_LOGS, in_box
-from fire_exp.environments import session_host
+from fire_exp.environments import inbox
 from fire_exp.environments.agent_install import AgentInstall
-from fire_exp.environments.archives import tar_file
 from fire_exp.environments.base import (
     DEFAULT_FETCH_CAP_MB,
     BoxPaths,
@@ -68,11 +67,12 @@ from fire_exp.environments.egress import EgressProxy, ensure_egress_network, gat
 from fire_exp.environments.egress_firewall import confine_to_proxy
 from fire_exp.environments.fetch import extract_stream, read_single
 from fire_exp.environments.images import BASE_IMAGE, LABEL, owner_labels, slug
+from fire_exp.environments.session_client import SessionClient, result
 from fire_exp.tasks.model import Task
 
-HOST_PATH = "/opt/fire-exp/session_host.py"
+HOST_DIR = "/opt/fire-exp"  # root's: the session host and procs.py (inbox.FILES)
+HOST_PATH = f"{HOST_DIR}/session_host.py"
 LOGS, TESTS, SOLUTION, PORT = "/logs", "/tests", "/solution", 8000
-_REPLY_MARGIN = 30.0  # seconds past a command's own timeout before the host gives up on it
 
 
 class DockerEnvironment(DockerPanel):
@@ -113,8 +113,7 @@ class DockerEnvironment(DockerPanel):
         self.image: str | None = None
         self.container: Any = None
         self._client: Any = None
-        self._channel: ExecChannel | None = None
-        self._lock = threading.Lock()
+        self.session: SessionClient | None = None  # the agent's session, once started
         self._logs_copied = False
         # A coding-agent CLI that runs inside the box (install_agent); None: the task's
         # image and network as they are.
@@ -234,8 +233,8 @@ class DockerEnvironment(DockerPanel):
         if code != 0:
             raise EnvironmentFailure(f"task {self.task.name}: the image needs bash and python3 "
                                      f"for the agent's session (exit {code}: {out.strip()})")
-        source = Path(session_host.__file__).read_bytes()
-        self.container.put_archive("/", tar_file(source, HOST_PATH))
+        for name, source in inbox.sources().items():
+            self.write_file(f"{HOST_DIR}/{name}", source)
 
     def _start_session(self) -> None:
         api = self._client.api
@@ -244,14 +243,10 @@ class DockerEnvironment(DockerPanel):
             stdin=True, stdout=True, stderr=True, tty=False, workdir=self.paths.workdir,
             # root, to switch to the agent's user and stay out of its reach
             user="root" if self.agent_user else "", environment=self.box_env())["Id"]
-        self._channel = ExecChannel(api.exec_start(exec_id, socket=True), self.cancelled)
-        # The exec starts asynchronously: wait until the host answers, and check that it
-        # leads its own session (what the end-of-session semantics rest on).
-        reply = self._channel.request({"op": "ping"}, _REPLY_MARGIN)
-        if reply.get("pid") != reply.get("sid"):
-            raise EnvironmentFailure(f"the agent's session host is not a session leader: "
-                                     f"{reply}")
-        self._host_pid = int(reply["pid"])
+        self.session = SessionClient(ExecChannel(api.exec_start(exec_id, socket=True),
+                                                 self.cancelled))
+        # The exec starts asynchronously: wait until the host answers.
+        self._host_pid = self.session.ping()
         self._oom_base = self._oom_kills()
 
     def _running(self) -> Any:
@@ -274,18 +269,15 @@ class DockerEnvironment(DockerPanel):
 
     def exec(self, command: str, timeout: float, *, env: Mapping[str, str] | None = None
              ) -> ExecResult:
-        reply = self._session_request(self._exec_request(command, timeout, env),
-                                      timeout + _REPLY_MARGIN)
-        return _result(reply)
+        return result(self._session_exec(command, timeout, env))
 
     def exec_captured(self, command: str, timeout: float, *,
                       env: Mapping[str, str] | None = None) -> CapturedExec:
         """The session host records the command's output in root's ``CAPTURE_DIR`` until
         the command exits; what the agent's processes did to it is in ``sabotage``."""
-        req = self._exec_request(f"exec {command} < /dev/null", timeout, env)
         # The CLI out of its own commands' reach (session_host: ``shield``).
-        req |= {"capture": CAPTURE_DIR, "shield": True}
-        reply = self._session_request(req, timeout + _REPLY_MARGIN)
+        reply = self._session_exec(f"exec {command} < /dev/null", timeout, env,
+                                   capture=CAPTURE_DIR, shield=True)
         files = {"stdout": b"", "stderr": b""}  # none: the host could not start the command
         for name, made in (reply.get("capture") or {}).items():
             try:
@@ -294,28 +286,22 @@ class DockerEnvironment(DockerPanel):
                 files[name] = b""
         self.remove(CAPTURE_DIR)
         damage = capture_damage(reply, files)
-        return CapturedExec(_result(reply), files["stdout"], files["stderr"],
+        return CapturedExec(result(reply), files["stdout"], files["stderr"],
                             sabotage=sabotage(self._running(), reply, damage),
                             intact=not damage)
 
-    def _exec_request(self, command: str, timeout: float, env: Mapping[str, str] | None
-                      ) -> dict[str, Any]:
-        req: dict[str, Any] = {"op": "exec", "command": command, "timeout": timeout,
-                               "cwd": self.paths.workdir}
-        if env:
-            req["env_extra"] = dict(env)
+    def _session_exec(self, command: str, timeout: float, env: Mapping[str, str] | None,
+                      **options: Any) -> dict[str, Any]:
+        """The session host's reply to one command; a lost session is blamed (``_blame``)."""
+        session = self.session
+        if session is None:
+            raise EnvironmentFailure("the agent's session has ended")
         if self.agent_user is not None:
             self._grant_agent_user(self.agent_user)
-            req |= {"user": self.agent_user, "home": AGENT_HOME}
-        return req
-
-    def _session_request(self, req: dict[str, Any], timeout: float) -> dict[str, Any]:
-        channel = self._channel
-        if channel is None:
-            raise EnvironmentFailure("the agent's session has ended")
+            options |= {"user": self.agent_user, "home": AGENT_HOME}
         try:
-            with self._lock:
-                return channel.request(req, timeout)
+            return session.exec_reply(command, timeout, cwd=self.paths.workdir,
+                                      env_extra=dict(env or {}), **options)
         except EnvironmentFailure as exc:
             if self.cancelled.is_set():
                 raise
@@ -344,19 +330,13 @@ class DockerEnvironment(DockerPanel):
         return oom_kills(self._sh)
 
     def end_agent_session(self) -> SessionEnd:
-        channel, self._channel = self._channel, None
-        if channel is None:
+        session, self.session = self.session, None
+        if session is None:
             return SessionEnd()
         if self._session_lost:  # its host is gone: nothing to hang up (stop() kills the rest)
-            channel.close()
+            session.close()
             return SessionEnd()
-        try:
-            with self._lock:
-                reply = channel.request({"op": "hangup", "grace": 0.3}, _REPLY_MARGIN)
-        finally:
-            channel.close()
-        return SessionEnd(hung_up=reply["hung_up"], killed=reply["killed"],
-                          survivors=reply["survivors"])
+        return session.hangup()
 
     def run(self, command: str, timeout: float, *, env: Mapping[str, str] | None = None,
             cwd: str | None = None, user: str | None = None,
@@ -439,9 +419,9 @@ class DockerEnvironment(DockerPanel):
 
     def stop(self) -> None:
         try:
-            channel, self._channel = self._channel, None
-            if channel is not None:
-                channel.close()
+            session, self.session = self.session, None
+            if session is not None:
+                session.close()
             container, self.container = self.container, None
             if container is None:
                 return
@@ -480,10 +460,4 @@ class DockerEnvironment(DockerPanel):
                 if attempt == 2:
                     raise
                 time.sleep(0.5)
-
-
-def _result(reply: dict[str, Any]) -> ExecResult:
-    return ExecResult(exit_code=reply["exit_code"], stdout=reply["stdout"],
-                      stderr=reply["stderr"], timed_out=reply["timed_out"],
-                      duration_s=reply["duration_s"])
 

@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from fire_exp.environments.images import LABEL
-from fire_exp.environments.session_host import is_alive
+from fire_exp.environments.inbox.procs import is_alive
 from fire_exp.environments.upkeep import CleanupReport
 
 __all__ = ["CleanupReport", "cleanup", "lock_free", "remove_idle_networks", "why_kept"]

@@ -11,15 +11,14 @@ attempt's logs are redacted (``redaction.py``), as the transcript is.
 
 Per attempt it makes ``ATTEMPT/work`` (the agent's working folder, ``$FIRE_WORKDIR``),
 ``ATTEMPT/logs`` (``$FIRE_LOGS``), and prepares the folder with the task's
-``environment/setup.sh``. Agent commands run in the agent's own session (see
-``session_host.py``); when the agent ends, what it left attached to that session dies with
-it. After the verifier, every process the attempt started is killed by process id.
+``environment/setup.sh``. Agent commands run in the agent's own session (the session host,
+``inbox/session_host.py``, a child process spoken to through ``session_client.py``); when
+the agent ends, what it left attached to that session dies with it. After the verifier, every process the attempt started is killed by process id.
 """
 
 from __future__ import annotations
 
 import getpass
-import json
 import os
 import shutil
 import signal
@@ -27,13 +26,12 @@ import socket
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from fire_exp.environments import session_host
+from fire_exp.environments import inbox
 from fire_exp.environments.archives import extract_into, tar_path
 from fire_exp.environments.base import (
     BoxPaths,
@@ -45,6 +43,8 @@ from fire_exp.environments.base import (
     Stream,
 )
 from fire_exp.environments.capabilities import network_not_enforced
+from fire_exp.environments.inbox import procs
+from fire_exp.environments.session_client import PipeChannel, SessionClient
 from fire_exp.tasks.model import Task
 
 # Variables of the user's environment that commands may see; everything else (API keys
@@ -74,25 +74,6 @@ def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return int(s.getsockname()[1])
-
-
-def kill_marked(marker: str, wait_s: float = 5.0) -> list[int]:
-    """SIGKILL every process carrying ``FIRE_ATTEMPT=<marker>`` and wait until they are gone.
-
-    Killing repeats until none is left, so a process forked while we kill is caught too.
-    """
-    killed: list[int] = []
-    deadline = time.monotonic() + wait_s
-    while (pids := [p for p in session_host.marked_processes(marker)
-                    if session_host.is_alive(p)]) and time.monotonic() < deadline:
-        for pid in pids:
-            try:
-                os.kill(pid, signal.SIGKILL)
-            except (ProcessLookupError, PermissionError):
-                pass
-        killed += [p for p in pids if p not in killed]
-        time.sleep(0.02)
-    return killed
 
 
 def _check_preparable(task: Task) -> None:
@@ -129,7 +110,7 @@ class LocalEnvironment(Environment):
         self.box = self.files.box
         self.port = 0
         self._host: subprocess.Popen[str] | None = None
-        self._lock = threading.Lock()
+        self.session: SessionClient | None = None  # the agent's session, once started
 
     @property
     def paths(self) -> BoxPaths:
@@ -154,9 +135,10 @@ class LocalEnvironment(Environment):
         self.port = free_port()
         self._run_setup()
         self._host = subprocess.Popen(
-            [sys.executable, session_host.__file__, self.marker, str(self.files.terminal_log)],
+            [sys.executable, str(inbox.PROGRAM), self.marker, str(self.files.terminal_log)],
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, cwd=p.workdir,
             env=self.env(), start_new_session=True)
+        self.session = SessionClient(PipeChannel(self._host))
 
     @classmethod
     def prepare(cls, tasks: Sequence[Task], *, report: Callable[[str], None],
@@ -190,41 +172,28 @@ class LocalEnvironment(Environment):
             raise EnvironmentFailure(
                 f"task {self.task.name}: setup.sh exited {proc.returncode}: {tail}")
 
-    def _request(self, req: dict[str, Any]) -> dict[str, Any]:
-        host = self._host
-        if host is None or host.poll() is not None:
-            raise EnvironmentFailure("the agent's session has ended")
-        assert host.stdin is not None and host.stdout is not None
-        with self._lock:
-            host.stdin.write(json.dumps(req) + "\n")
-            host.stdin.flush()
-            line = host.stdout.readline()
-        if not line:
-            raise EnvironmentFailure("the agent's session died")
-        reply: dict[str, Any] = json.loads(line)
-        return reply
-
     def exec(self, command: str, timeout: float, *, env: Mapping[str, str] | None = None
              ) -> ExecResult:
-        req: dict[str, Any] = {"op": "exec", "command": command, "timeout": timeout,
-                               "cwd": self.paths.workdir, "env": self.env()}
-        if env:
-            req["env_extra"] = dict(env)
-        reply = self._request(req)
-        return ExecResult(exit_code=reply["exit_code"],
-                          stdout=self.redactor.text(reply["stdout"]),
-                          stderr=self.redactor.text(reply["stderr"]),
-                          timed_out=reply["timed_out"], duration_s=reply["duration_s"])
+        result = self._session().exec(command, timeout, cwd=self.paths.workdir,
+                                      env=self.env(), env_extra=dict(env or {}))
+        return ExecResult(exit_code=result.exit_code,
+                          stdout=self.redactor.text(result.stdout),
+                          stderr=self.redactor.text(result.stderr),
+                          timed_out=result.timed_out, duration_s=result.duration_s)
+
+    def _session(self) -> SessionClient:
+        if self.session is None or self._host is None or self._host.poll() is not None:
+            raise EnvironmentFailure("the agent's session has ended")
+        return self.session
 
     def end_agent_session(self) -> SessionEnd:
-        if self._host is None or self._host.poll() is not None:
+        session, self.session = self.session, None
+        if session is None or self._host is None or self._host.poll() is not None:
             return SessionEnd()
-        reply = self._request({"op": "hangup", "grace": 0.3})
-        self._host.wait(timeout=10)
+        end = session.hangup()  # the host exits: closing waits for it
         self._host = None
         self.redactor.tree(self.files.logs)
-        return SessionEnd(hung_up=reply["hung_up"], killed=reply["killed"],
-                          survivors=reply["survivors"])
+        return end
 
     def run(self, command: str, timeout: float, *, env: Mapping[str, str] | None = None,
             cwd: str | None = None, user: str | None = None,
@@ -263,7 +232,10 @@ class LocalEnvironment(Environment):
                 self._host.kill()
                 self._host.wait(timeout=10)
             self._host = None
-            kill_marked(self.marker)
+            if self.session is not None:
+                self.session.close()
+                self.session = None
+            procs.kill_marked(self.marker)
             self.redactor.tree(self.files.logs)
             if not self.keep_workdir:
                 shutil.rmtree(self.box, ignore_errors=True)

@@ -16,25 +16,24 @@ from contextlib import contextmanager
 from pathlib import Path
 from types import FrameType
 
-from fire_exp.environments.session_host import is_alive
+from fire_exp.environments.inbox.procs import environ, is_alive, pids
 
 
 def attempt_processes(root: Path) -> dict[int, str]:
     """Processes of this user whose ``FIRE_WORKDIR`` lies under ``root``: pid -> marker."""
     prefix = str(root.resolve()) + os.sep
     found: dict[int, str] = {}
-    for name in os.listdir("/proc"):
-        if not name.isdigit() or int(name) == os.getpid():
+    for pid in pids():
+        if pid == os.getpid():
             continue
         try:
-            with open(f"/proc/{name}/environ", "rb") as fh:
-                env = dict(v.split(b"=", 1) for v in fh.read().split(b"\0") if b"=" in v)
+            env = environ(pid)
         except OSError:
             continue
         marker, workdir = env.get(b"FIRE_ATTEMPT"), env.get(b"FIRE_WORKDIR")
         if marker is not None and workdir is not None and \
                 (workdir.decode(errors="replace") + os.sep).startswith(prefix):
-            found[int(name)] = marker.decode(errors="replace")
+            found[pid] = marker.decode(errors="replace")
     return found
 
 

@@ -34,7 +34,7 @@ from pathlib import Path
 from typing import Any
 
 from fire_exp.config import RunConfig
-from fire_exp.environments.session_host import is_alive
+from fire_exp.environments.inbox.procs import is_alive
 from fire_exp.errors import FireExpError, PreflightError, ProtocolError
 from fire_exp.records import INFRASTRUCTURE_CAUSES, AttemptRecord, Cause
 from fire_exp.runner.cleanup import reap

@@ -19,7 +19,8 @@ from typing import Any
 
 import pytest
 
-from fire_exp.environments import session_host
+from fire_exp.environments import inbox
+from fire_exp.environments.inbox import procs
 
 
 class Host:
@@ -28,7 +29,7 @@ class Host:
     def __init__(self, tmp_path: Path) -> None:
         self.marker = f"h27b-capture-{os.getpid()}-{id(self):x}"
         self.proc = subprocess.Popen(
-            [sys.executable, session_host.__file__, self.marker, str(tmp_path / "term.log")],
+            [sys.executable, str(inbox.PROGRAM), self.marker, str(tmp_path / "term.log")],
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, cwd=tmp_path,
             start_new_session=True)
 
@@ -40,8 +41,8 @@ class Host:
         return reply
 
     def alive(self) -> list[int]:
-        return [p for p in session_host.marked_processes(self.marker)
-                if session_host.is_alive(p)]
+        return [p for p in procs.marked_processes(self.marker)
+                if procs.is_alive(p)]
 
 
 @pytest.fixture

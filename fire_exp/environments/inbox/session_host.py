@@ -44,8 +44,14 @@ SIGKILL: its end of the pipe or of the ``docker exec`` closes), every process of
 attempt (marker ``FIRE_ATTEMPT``) is killed at once and the host exits, so nothing the
 agent started — a CLI holding its key — outlives the harness by more than a moment.
 
+The files transport, for a box whose provider offers only one-shot exec and file transfer
+(``--files FOLDER LEASE_S``, see ``session_files.py``): the host runs detached, reads its
+requests from a FIFO, writes each reply to a file of its own, and its watchdog watches a
+lease file the harness renews, since no stream ends when the harness dies.
+
 This file runs standalone (``python3 session_host.py MARKER LOGFILE``), also inside
-containers, so it imports nothing outside the standard library.
+containers, with ``procs.py`` beside it, so it imports nothing outside the standard library
+and that one module; nothing on the host side imports it (``inbox/__init__.py``).
 """
 
 from __future__ import annotations
@@ -62,6 +68,11 @@ import sys
 import threading
 import time
 from typing import Any
+
+if __package__:  # imported as a module of fire_exp (the test suite's doctest collection)
+    from . import procs
+else:  # run as a program: procs.py was shipped beside it
+    import procs  # type: ignore[no-redef]
 
 CHUNK = 65536
 # The users agent commands ran as: every process of theirs is the attempt's.
@@ -172,127 +183,6 @@ class Terminal:
         os.write(self._wake_w, b"x")
 
 
-def _stat_fields(pid: int) -> list[str] | None:
-    try:
-        with open(f"/proc/{pid}/stat") as fh:
-            data = fh.read()
-    except OSError:
-        return None
-    # The command name may contain spaces and parentheses: split after the last ')'.
-    return data[data.rindex(")") + 2:].split()
-
-
-def session_of(pid: int) -> int | None:
-    fields = _stat_fields(pid)
-    return int(fields[3]) if fields else None  # fields[0] is the state; sid is field 6
-
-
-def is_alive(pid: int) -> bool:
-    fields = _stat_fields(pid)
-    return fields is not None and fields[0] not in ("Z", "X")
-
-
-def _libc() -> Any:
-    try:
-        import ctypes
-
-        return ctypes.CDLL(None, use_errno=True)
-    except (ImportError, OSError):
-        return None
-
-
-_LIBC = _libc()
-
-
-def as_owner(pid: int, read: Any, *args: Any) -> Any:
-    """``read(*args)`` a file of ``/proc/PID``; refused, again with this thread's file-system
-    user switched to the process's owner. Root in a container lacks CAP_SYS_PTRACE, so it
-    may read another user's ``environ`` and ``fd`` only as that user (the agent's)."""
-    try:
-        return read(*args)
-    except PermissionError:
-        if _LIBC is None or os.geteuid() != 0:
-            raise
-    owner = os.stat(f"/proc/{pid}")
-    _LIBC.setfsgid(owner.st_gid)  # per thread: the host's other threads stay root
-    _LIBC.setfsuid(owner.st_uid)
-    try:
-        return read(*args)
-    finally:
-        _LIBC.setfsuid(0)
-        _LIBC.setfsgid(0)
-
-
-def _environ(pid: int) -> list[bytes]:
-    with open(f"/proc/{pid}/environ", "rb") as fh:
-        return fh.read().split(b"\0")
-
-
-def marked_processes(marker: str, uids: Any = ()) -> list[int]:
-    """Process ids whose environment carries ``FIRE_ATTEMPT=<marker>``, and every process
-    of the users ``uids`` (the agent's own user: none of its processes escapes by dropping
-    the marker from its environment)."""
-    needle = f"FIRE_ATTEMPT={marker}".encode()
-    found = []
-    for name in os.listdir("/proc"):
-        if not name.isdigit():
-            continue
-        pid = int(name)
-        try:
-            if os.stat(f"/proc/{name}").st_uid in uids or \
-                    needle in as_owner(pid, _environ, pid):
-                found.append(pid)
-        except OSError:
-            continue
-    return found
-
-
-def attached_streams(pid: int, inodes: set[int]) -> bool:
-    """Whether the process's stdout or stderr is one of the session's terminal streams."""
-    for fd in (1, 2):
-        try:
-            link = as_owner(pid, os.readlink, f"/proc/{pid}/fd/{fd}")
-        except OSError:
-            continue
-        if link.startswith("pipe:[") and int(link[6:-1]) in inodes:
-            return True
-    return False
-
-
-def pipe_holders(inode: int) -> list[int]:
-    """Process ids other than this one with a descriptor on the pipe ``inode``."""
-    me, link = os.getpid(), f"pipe:[{inode}]"
-
-    def holds(pid: int) -> bool:
-        return any(os.readlink(f"/proc/{pid}/fd/{fd}") == link
-                   for fd in os.listdir(f"/proc/{pid}/fd"))
-
-    found = []
-    for name in os.listdir("/proc"):
-        if not name.isdigit() or int(name) == me:
-            continue
-        pid = int(name)
-        try:
-            if as_owner(pid, holds, pid):
-                found.append(pid)
-        except OSError:
-            continue
-    return found
-
-
-def oom_kills() -> int | None:
-    """The box's cgroup's out-of-memory kills so far (None: no cgroup v2 to read)."""
-    try:
-        with open("/sys/fs/cgroup/memory.events") as fh:
-            for line in fh:
-                key, _, value = line.partition(" ")
-                if key == "oom_kill":
-                    return int(value)
-    except (OSError, ValueError):
-        pass
-    return None
-
-
 class Capture:
     """A command's stdout and stderr, recorded by this process into files of its own."""
 
@@ -321,7 +211,7 @@ class Capture:
     def finish(self, deadline_s: float = 5.0) -> list[int]:
         """After the command exited: kill whoever else holds its pipes, record what they
         held until end of file, close. Returns the holders' process ids."""
-        holders = sorted({p for ino in self.inodes for p in pipe_holders(ino)})
+        holders = sorted({p for ino in self.inodes for p in procs.pipe_holders(ino)})
         for pid in holders:
             try:
                 os.kill(pid, signal.SIGKILL)
@@ -396,7 +286,7 @@ def run_command(term: Terminal, marker: str, req: dict[str, Any]) -> dict[str, A
         (out, out_w), (err, err_w) = term.pipe(), term.pipe()
     else:
         out_w, err_w = capture.write_ends
-    oom_before = oom_kills()
+    oom_before = procs.oom_kills()
     start = time.monotonic()
     # Its own process group inside the session, as a shell with job control does, so a
     # timeout can interrupt the command and its foreground children.
@@ -428,7 +318,7 @@ def run_command(term: Terminal, marker: str, req: dict[str, Any]) -> dict[str, A
         reply["capture"] = capture.files
     else:
         _collect(term, out, err)
-    oom_after = oom_kills()
+    oom_after = procs.oom_kills()
     return reply | {
         "exit_code": 124 if timed_out else proc.returncode,
         "stdout": _text(out), "stderr": _text(err),
@@ -456,18 +346,18 @@ def _text(stream: Stream | None) -> str:
 
 def hangup(term: Terminal, marker: str, grace: float) -> dict[str, Any]:
     me, my_sid = os.getpid(), os.getsid(0)
-    marked = [p for p in marked_processes(marker, AGENT_UIDS) if p != me]
+    marked = [p for p in procs.marked_processes(marker, AGENT_UIDS) if p != me]
     inodes = term.inodes
     hung, killed = [], []
     for pid in marked:
-        if session_of(pid) == my_sid:
+        if procs.session_of(pid) == my_sid:
             try:
                 os.kill(pid, signal.SIGHUP)
                 hung.append(pid)
             except ProcessLookupError:
                 pass
     for pid in marked:
-        if attached_streams(pid, inodes):
+        if procs.attached_streams(pid, inodes):
             try:
                 os.kill(pid, signal.SIGKILL)
                 killed.append(pid)
@@ -475,34 +365,26 @@ def hangup(term: Terminal, marker: str, grace: float) -> dict[str, Any]:
                 pass
     term.close()
     time.sleep(grace)
-    survivors = [p for p in marked if is_alive(p)]
+    survivors = [p for p in marked if procs.is_alive(p)]
     return {"hung_up": hung, "killed": killed, "survivors": survivors}
-
-
-def kill_marked(marker: str, wait_s: float = 5.0) -> None:
-    """SIGKILL every other process carrying the marker, again until none is left."""
-    me, deadline = os.getpid(), time.monotonic() + wait_s
-    while time.monotonic() < deadline:
-        pids = [p for p in marked_processes(marker, AGENT_UIDS) if p != me and is_alive(p)]
-        if not pids:
-            return
-        for pid in pids:
-            try:
-                os.kill(pid, signal.SIGKILL)
-            except (ProcessLookupError, PermissionError):
-                pass
-        time.sleep(0.02)
 
 
 class Watchdog:
     """Reads the host's requests; when its input ends before a hangup, the harness is gone:
-    every process of the attempt dies and the host exits."""
+    every process of the attempt dies and the host exits.
 
-    def __init__(self, marker: str, stdin: Any) -> None:
+    With a lease (the files transport: the input is a FIFO that never ends) the harness
+    is gone when it has not renewed the lease file (its modification time) for
+    ``lease_s`` seconds, or removed it.
+    """
+
+    def __init__(self, marker: str, stdin: Any, lease: tuple[str, float] | None = None
+                 ) -> None:
         self.marker = marker
         self.requests: queue.Queue[str] = queue.Queue()
         self._lock = threading.Lock()
         self._ended = False
+        self._lease = lease
         threading.Thread(target=self._read, args=(stdin,), daemon=True).start()
 
     def end(self) -> None:
@@ -511,43 +393,101 @@ class Watchdog:
             self._ended = True
 
     def _read(self, stdin: Any) -> None:
-        for line in stdin:
-            if line.strip():
-                self.requests.put(line)
+        if self._lease is None:
+            for line in stdin:
+                if line.strip():
+                    self.requests.put(line)
+        else:
+            self._read_leased(stdin.fileno(), *self._lease)
         with self._lock:
             if self._ended:
                 return
-            kill_marked(self.marker)
+            procs.kill_marked(self.marker, uids=AGENT_UIDS)
         os._exit(0)
+
+    def _read_leased(self, fd: int, path: str, lease_s: float) -> None:
+        pending = b""
+        while not _lapsed(path, lease_s):
+            ready, _, _ = select.select([fd], [], [], 0.25)
+            if not ready:
+                continue
+            data = os.read(fd, CHUNK)
+            if not data:
+                return
+            *lines, pending = (pending + data).split(b"\n")
+            for line in lines:
+                if line.strip():
+                    self.requests.put(line.decode())
+
+
+def _lapsed(path: str, lease_s: float) -> bool:
+    try:
+        return time.time() - os.stat(path).st_mtime > lease_s
+    except OSError:
+        return True
+
+
+class Replies:
+    """Where replies go: one JSON line each on stdout, or (the files transport) one file
+    each, ``FOLDER/ID``, named by the request's ``id`` and written whole before it appears."""
+
+    def __init__(self, folder: str | None) -> None:
+        self.folder = folder
+
+    def send(self, req: dict[str, Any], reply: dict[str, Any]) -> None:
+        line = json.dumps(reply) + "\n"
+        if self.folder is None:
+            sys.stdout.write(line)
+            sys.stdout.flush()
+            return
+        name = str(req.get("id", ""))
+        if not name.isdigit():
+            name = "unnumbered"
+        part = os.path.join(self.folder, name + ".part")
+        with open(part, "w") as fh:
+            fh.write(line)
+        os.rename(part, os.path.join(self.folder, name))
+
+
+def answer(term: Terminal, marker: str, req: dict[str, Any]) -> dict[str, Any]:
+    """The reply to one request other than a hangup."""
+    if req["op"] == "exec":
+        try:
+            return run_command(term, marker, req)
+        except OSError as exc:
+            return {"exit_code": 127, "stdout": "", "stderr": f"{exc}\n",
+                    "timed_out": False, "duration_s": 0.0}
+    if req["op"] == "ping":  # is the session up, and does it lead its session?
+        return {"pid": os.getpid(), "sid": os.getsid(0)}
+    return {"error": f"unknown op {req['op']!r}"}
 
 
 def main(argv: list[str]) -> int:
-    marker = argv[1]
-    term = Terminal(argv[2] if len(argv) > 2 else None)
+    """``session_host.py MARKER [LOGFILE] [--files FOLDER LEASE_S]``: with ``--files``,
+    requests arrive on stdin (a FIFO), replies go to ``FOLDER/replies/ID`` and the lease
+    is ``FOLDER/lease`` (the files transport, ``session_files.py``)."""
+    args = argv[1:]
+    files = None
+    if "--files" in args:
+        at = args.index("--files")
+        files = (args[at + 1], float(args[at + 2]))
+        del args[at:at + 3]
+    marker = args[0]
+    if files and os.getsid(0) != os.getpid():
+        os.setsid()  # started detached by a one-shot exec: lead a session of our own
+    term = Terminal(args[1] if len(args) > 1 else None)
     # Children must not inherit an ignored SIGHUP from whoever started us.
     signal.signal(signal.SIGHUP, signal.SIG_DFL)
-    watchdog = Watchdog(marker, sys.stdin)
-    out = sys.stdout
+    lease = (os.path.join(files[0], "lease"), files[1]) if files else None
+    watchdog = Watchdog(marker, sys.stdin, lease)
+    replies = Replies(os.path.join(files[0], "replies") if files else None)
     while True:
         req = json.loads(watchdog.requests.get())
-        if req["op"] == "exec":
-            try:
-                reply = run_command(term, marker, req)
-            except OSError as exc:
-                reply = {"exit_code": 127, "stdout": "", "stderr": f"{exc}\n",
-                         "timed_out": False, "duration_s": 0.0}
-        elif req["op"] == "ping":  # is the session up, and does it lead its session?
-            reply = {"pid": os.getpid(), "sid": os.getsid(0)}
-        elif req["op"] == "hangup":
+        if req["op"] == "hangup":
             watchdog.end()
-            reply = hangup(term, marker, float(req.get("grace", 0.5)))
-            out.write(json.dumps(reply) + "\n")
-            out.flush()
+            replies.send(req, hangup(term, marker, float(req.get("grace", 0.5))))
             return 0
-        else:
-            reply = {"error": f"unknown op {req['op']!r}"}
-        out.write(json.dumps(reply) + "\n")
-        out.flush()
+        replies.send(req, answer(term, marker, req))
 
 
 if __name__ == "__main__":
