@@ -10,7 +10,11 @@ Starts ``fire-exp serve-model``'s server (llama.cpp's llama-server, Qwen2.5-Code
   forced tool call: seconds, tokens in/out, protocol errors (a non-200 answer, an error
   event, a stream that does not end in its closing event);
 - one real turn of each CLI binary with the lean switches (``--stock`` adds one with the
-  CLIs' stock prompts): seconds, tokens in/out, commands the model ran, protocol errors.
+  CLIs' stock prompts): seconds, tokens in/out, commands the model ran, protocol errors;
+- ``--panel AGENT`` (``codex``, ``claude-code``; repeatable): the real panel of
+  ``tests/serve/served_panel.py`` — the CLI in Docker, two bundled tasks, the real and the
+  baseline arm, one attempt each — and per attempt: agent seconds, tokens in/out, the
+  model's commands that ran, protocol errors, the record's cause and error.
 
 Needs ``.ci/llama-server`` (server and model) and the CLIs' wheels.
 """
@@ -63,6 +67,30 @@ def _turn_row(label: str, turn: CliTurn) -> str:
             f"{len(turn.errors)}{'  ' + turn.errors[0][:120] if turn.errors else ''}")
 
 
+def panel_rows(agent: str, endpoint: Endpoint, results: Path) -> None:
+    """Run the served panel with ``agent`` and print one row per attempt and a total."""
+    from tests.serve.served_panel import run_panel
+
+    run = run_panel(agent, endpoint, results)
+    print(f"  {agent} panel: exit {run.returncode}, {run.seconds:.0f} s wall, "
+          f"{len(run.attempts)} attempts")
+    for a in run.attempts:
+        r = a.record
+        print(f"    {r.task:<20} {r.arm:<9} {a.seconds:6.1f} s  in {r.usage.input_tokens:>6}  "
+              f"out {r.usage.output_tokens:>5}  commands {len(a.commands)}  protocol errors "
+              f"{len(a.protocol_errors)}  events {r.events}  decisions {r.decisions}  "
+              f"cost {r.usage.cost_usd}  cause {r.cause}  passed {r.passed}  "
+              f"error {(r.error or '-')[:100]}")
+    if run.attempts:
+        n = len(run.attempts)
+        print(f"    per attempt: {sum(a.seconds for a in run.attempts) / n:.1f} s, "
+              f"{sum(a.record.usage.input_tokens for a in run.attempts) / n:.0f} tokens in, "
+              f"{sum(a.record.usage.output_tokens for a in run.attempts) / n:.0f} out; "
+              f"protocol errors {sum(len(a.protocol_errors) for a in run.attempts)}")
+    if run.returncode:
+        print(run.stderr[-1500:])
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--threads", type=int, default=2)
@@ -70,6 +98,10 @@ def main() -> None:
     parser.add_argument("--stock", action="store_true",
                         help="also one turn per CLI with its stock (long) prompt")
     parser.add_argument("--no-cli", action="store_true", help="skip the real CLI turns")
+    parser.add_argument("--no-probes", action="store_true",
+                        help="skip the prompt-speed and single-request measurements")
+    parser.add_argument("--panel", action="append", default=[], choices=["codex", "claude-code"],
+                        help="also run the served panel with this CLI (repeatable)")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="bench-served-") as tmp:
         folder = Path(tmp)
@@ -79,6 +111,10 @@ def main() -> None:
         with server as endpoint:
             print(f"{DEFAULT}: server up in {time.monotonic() - t0:.1f} s, "
                   f"{args.threads} threads, context {server.context}")
+            for agent in args.panel:
+                panel_rows(agent, endpoint, folder / f"panel-{agent}")
+            if args.no_probes:
+                return
             speed = prompt_speed(endpoint, args.prompt_tokens)
             print(f"  prompt of {speed['prompt_n']} tokens: {speed['seconds']:.1f} s "
                   f"({speed['prompt_per_second']:.0f} tokens/s prompt, "

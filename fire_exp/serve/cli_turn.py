@@ -21,10 +21,10 @@ from pathlib import Path
 from typing import Any
 
 from fire_exp.errors import PreflightError
-from fire_exp.serve.lean import LEAN_ARGS
+from fire_exp.serve.lean import CODEX_INSTRUCTIONS, LEAN_ARGS
 from fire_exp.serve.server import Endpoint
 
-__all__ = ["CliTurn", "cli_binary", "run_turn"]
+__all__ = ["CliTurn", "cli_binary", "read_turn", "run_turn"]
 
 _WHEELS = {"codex": ("codex_cli_bin", "bin/codex", "openai-codex-cli-bin==0.163.0"),
            "claude-code": ("claude_agent_sdk", "_bundled/claude", "claude-agent-sdk")}
@@ -60,11 +60,15 @@ def cli_binary(agent: str) -> Path:
     return Path(folders[0]) / rel
 
 
-def _codex_command(endpoint: Endpoint, prompt: str, workdir: Path, lean: bool) -> list[str]:
+def _codex_command(endpoint: Endpoint, prompt: str, workdir: Path, lean: bool,
+                   home: Path) -> list[str]:
     provider = {"name": "local", "base_url": f"{endpoint.root}/v1", "wire_api": "responses",
                 "env_key": "LOCAL_MODEL_KEY"}
     overrides = [f"model={json.dumps(endpoint.model)}", 'model_provider="local"']
     overrides += [f"model_providers.local.{k}={json.dumps(v)}" for k, v in provider.items()]
+    if lean:  # agent.instructions, as the Codex dialect passes it
+        (home / "instructions.md").write_text(CODEX_INSTRUCTIONS, encoding="utf-8")
+        overrides.append(f"model_instructions_file={json.dumps(str(home / 'instructions.md'))}")
     return [str(cli_binary("codex")), "exec", "--json", "--skip-git-repo-check",
             "--cd", str(workdir), "--dangerously-bypass-hook-trust",
             "--sandbox", "danger-full-access",
@@ -87,7 +91,7 @@ def run_turn(agent: str, endpoint: Endpoint, prompt: str, folder: Path,
     home.mkdir(parents=True, exist_ok=True)
     env = {"PATH": os.environ.get("PATH", ""), "HOME": str(home), "LANG": "C.UTF-8"}
     if agent == "codex":
-        command = _codex_command(endpoint, prompt, work, lean)
+        command = _codex_command(endpoint, prompt, work, lean, home)
         env |= {"CODEX_HOME": str(home), "LOCAL_MODEL_KEY": "local"}
     else:
         command = _claude_command(endpoint, prompt, lean)
@@ -102,11 +106,19 @@ def run_turn(agent: str, endpoint: Endpoint, prompt: str, folder: Path,
     except subprocess.TimeoutExpired:
         return CliTurn(agent, returncode=-1, seconds=time.monotonic() - start,
                        errors=[f"no answer within {timeout:.0f} s"])
-    turn = CliTurn(agent, returncode=proc.returncode, seconds=time.monotonic() - start)
-    events = [_json(line) for line in proc.stdout.splitlines()]
-    (_read_codex if agent == "codex" else _read_claude)(turn, [e for e in events if e])
+    turn = read_turn(agent, proc.stdout.splitlines())
+    turn.returncode, turn.seconds = proc.returncode, time.monotonic() - start
     if proc.returncode != 0 and not turn.errors:
         turn.errors.append(f"exit {proc.returncode}: {proc.stderr.strip()[-300:]}")
+    return turn
+
+
+def read_turn(agent: str, lines: list[str]) -> CliTurn:
+    """What a CLI's JSON event stream (``codex exec --json``, Claude Code's
+    ``stream-json``) says the turn did: its commands, tokens and wire errors."""
+    turn = CliTurn(agent)
+    events = [_json(line) for line in lines]
+    (_read_codex if agent == "codex" else _read_claude)(turn, [e for e in events if e])
     return turn
 
 

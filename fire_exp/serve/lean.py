@@ -19,11 +19,18 @@ import yaml
 
 from fire_exp.paths import CONFIG_DIR
 
-__all__ = ["LEAN_ARGS", "SYSTEM_PROMPT", "lean_args", "lean_override"]
+__all__ = ["CODEX_INSTRUCTIONS", "LEAN_ARGS", "LEAN_SETTINGS", "SYSTEM_PROMPT", "lean_args",
+           "lean_override", "lean_overrides"]
 
 SYSTEM_PROMPT = ("You are a coding agent in a terminal. Work in the current folder: run "
                  "shell commands with the Bash tool, read and write files with the tools, "
                  "then say briefly what you did.")
+# Codex's base instructions for the model (agent.instructions -> model_instructions_file):
+# its own for a catalogue model are ~17 KB written for OpenAI's models.
+CODEX_INSTRUCTIONS = ("You are a coding agent in a terminal. Work in the current folder: "
+                      "run shell commands with the exec_command tool (its cmd argument is "
+                      "the command) and write files with shell commands, then say briefly "
+                      "what you did.")
 
 LEAN_ARGS: dict[str, list[str]] = {
     "codex": [
@@ -36,6 +43,11 @@ LEAN_ARGS: dict[str, list[str]] = {
     ],
     "claude-code": ["--tools", "Bash,Read,Write,Edit", "--system-prompt", SYSTEM_PROMPT],
 }
+
+
+# Agent settings beside ``args`` that the lean configuration sets.
+LEAN_SETTINGS: dict[str, dict[str, str]] = {"codex": {"instructions": CODEX_INSTRUCTIONS},
+                                            "claude-code": {}}
 
 
 def _config_args(agent: str) -> list[str]:
@@ -54,7 +66,14 @@ def _quote(arg: str) -> str:
     return "'" + arg.replace("\\", "\\\\").replace("'", "\\'") + "'"
 
 
+def lean_overrides(agent: str) -> list[str]:
+    """The Hydra overrides of the lean configuration: ``agent.args=[...]`` and, for Codex,
+    ``agent.instructions='...'`` (as ``fire-exp run`` takes them in its argv)."""
+    overrides = ["agent.args=[" + ",".join(_quote(a) for a in lean_args(agent)) + "]"]
+    return overrides + [f"agent.{k}={_quote(v)}" for k, v in LEAN_SETTINGS[agent].items()]
+
+
 def lean_override(agent: str) -> str:
-    """``agent.args=[...]`` as one shell word (single-quoted for the shell as well)."""
-    value = "agent.args=[" + ",".join(_quote(a) for a in lean_args(agent)) + "]"
-    return '"' + value.replace("\\", "\\\\").replace('"', '\\"').replace("$", "\\$") + '"'
+    """:func:`lean_overrides` as shell words (each double-quoted for the shell)."""
+    return " ".join('"' + o.replace("\\", "\\\\").replace('"', '\\"').replace("$", "\\$") + '"'
+                    for o in lean_overrides(agent))

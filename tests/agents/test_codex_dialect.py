@@ -88,3 +88,22 @@ def test_a_local_model_codex_cannot_describe_is_refused_before_the_panel(
     with pytest.raises(PreflightError, match="no Codex binary on this machine to read model "
                                              "'local-coder'"):
         agent.preflight(DockerEnvironment.capabilities)
+
+
+def test_instructions_replace_codexs_own_through_its_model_instructions_file() -> None:
+    from fire_exp.agents.coding_agents import CodexAgent
+    from fire_exp.errors import InputError
+
+    dialect = Codex(instructions="Run shell commands, then stop.")
+    files = dialect.files("/a", None)
+    assert files["/a/codex-home/instructions.md"] == b"Run shell commands, then stop."
+    argv = dialect.argv("codex", "Do it.", workdir="/app", agent_dir="/a", model="m",
+                        args=["--x"], hooked=False)
+    assert argv[-4:] == ["-c", 'model_instructions_file="/a/codex-home/instructions.md"',
+                         "--x", "Do it."]
+    stock = Codex()  # Codex's own instructions: no file, no setting
+    assert set(stock.files("/a", None)) == {"/a/codex-home/config.toml"}
+    assert "-c" not in stock.argv("codex", "Do it.", workdir="/app", agent_dir="/a",
+                                  model="m", args=[], hooked=False)
+    with pytest.raises(InputError, match="instructions.*empty"):
+        CodexAgent(instructions="  ")

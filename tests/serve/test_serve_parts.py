@@ -12,7 +12,7 @@ from hydra import compose, initialize_config_dir
 
 from fire_exp.errors import InputError, PreflightError
 from fire_exp.paths import CONFIG_DIR
-from fire_exp.serve.lean import lean_args, lean_override
+from fire_exp.serve.lean import LEAN_SETTINGS, lean_args, lean_override, lean_overrides
 from fire_exp.serve.models import ServedModel, gguf_path, model_named
 from fire_exp.serve.server import Endpoint, LlamaServer, server_binary
 
@@ -83,11 +83,13 @@ def test_each_cli_gets_the_base_url_it_appends_its_path_to() -> None:
 
 @pytest.mark.parametrize("agent", ["codex", "claude-code"])
 def test_the_printed_lean_override_composes_to_the_lean_args(agent: str) -> None:
-    [override] = shlex.split(lean_override(agent))  # as the shell hands it to fire-exp run
+    overrides = shlex.split(lean_override(agent))  # as the shell hands them to fire-exp run
+    assert overrides == lean_overrides(agent)
     with initialize_config_dir(config_dir=str(CONFIG_DIR), version_base="1.3"):
-        cfg = compose(config_name="config", overrides=[f"agent={agent}", override])
+        cfg = compose(config_name="config", overrides=[f"agent={agent}", *overrides])
     args = list(cfg.agent.args)
     assert args == lean_args(agent)
+    assert {k: cfg.agent[k] for k in LEAN_SETTINGS[agent]} == LEAN_SETTINGS[agent]
     with initialize_config_dir(config_dir=str(CONFIG_DIR), version_base="1.3"):
         stock = list(compose(config_name="config", overrides=[f"agent={agent}"]).agent.args)
     assert args[:len(stock)] == stock and len(args) > len(stock)  # extends, keeps the hooks'

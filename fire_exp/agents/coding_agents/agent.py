@@ -47,6 +47,7 @@ import numpy as np
 
 import fire_exp
 from fire_exp.agents.base import AgentOutcome, ProviderError
+from fire_exp.agents.coding_agents.answers import answer_cause, malformed_calls
 from fire_exp.agents.coding_agents.dialect import CliDialect, CliTranscript, endpoint_hostport
 from fire_exp.agents.coding_agents.endpoint_check import check_endpoint
 from fire_exp.agents.coding_agents.evidence import Reconciliation, channel_tamper, reconcile
@@ -497,7 +498,12 @@ class CodingCliAgent:
                 raise ProviderError(message, before_action=True, tamper=tamper)
             return AgentOutcome(usage=usage, cause=Cause.AGENT_ERROR, error=message,
                                 tamper=tamper)
-        return AgentOutcome(usage=usage, error=hook_warning(summary, target), tamper=tamper)
+        cause = answer_cause(transcript.faults, len(transcript.commands), transcript.final_text)
+        # A model that called no tool gives no PreToolUse: its answer says why, not the hooks.
+        warning = hook_warning(summary, target) if transcript.commands or \
+            summary.load_errors else None
+        error = "; ".join(e for e in (cause, warning) if e) or None
+        return AgentOutcome(usage=usage, error=error, tamper=tamper)
 
     def _reconcile(self, session: AgentSession, transcript: CliTranscript,
                    summary: ActivitySummary, target: BridgeTarget | None,
@@ -552,4 +558,5 @@ class CodingCliAgent:
                                 transcript.cached_input_tokens)
         return Usage(input_tokens=transcript.input_tokens, output_tokens=transcript.output_tokens,
                      cached_input_tokens=transcript.cached_input_tokens,
-                     cost_usd=round(cost, 8), model=model, route=self.dialect.target)
+                     cost_usd=round(cost, 8), model=model, route=self.dialect.target,
+                     malformed_tool_calls=malformed_calls(transcript.faults))

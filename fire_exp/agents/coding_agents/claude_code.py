@@ -26,6 +26,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from fire_exp.agents.coding_agents.agent import CodingCliAgent
+from fire_exp.agents.coding_agents.answers import ModelFault
 from fire_exp.agents.coding_agents.dialect import (
     CliCommand,
     CliEndpoint,
@@ -39,6 +40,10 @@ from fire_exp.policies.hook_settings import MATCHERS
 from fire_exp.policies.tool_payloads import EDIT_TOOLS, command_exit, edit_paths
 
 SETTINGS = "claude-settings.json"
+# How Claude Code 2.1 answers a call it refuses before any hook runs, and the refusals of
+# a malformed call (arguments that fail the tool's schema, a tool it was not offered).
+TOOL_USE_ERROR = "<tool_use_error>"
+REFUSED = ("InputValidationError", "Error: No such tool available", "No such tool available")
 CONFIG_DIR = "claude-config"  # CLAUDE_CONFIG_DIR, in the box's agent folder
 # Claude Code 2.1.332 with these sends only its model requests (POST /v1/messages).
 QUIET = {"CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1", "DISABLE_TELEMETRY": "1",
@@ -126,6 +131,7 @@ def parse_claude_stream(lines: Iterable[str]) -> CliTranscript:
     pending: dict[str, tuple[str, tuple[str, ...]]] = {}  # tool_use id -> command, paths
     order: list[str] = []
     results: dict[str, tuple[str, bool]] = {}
+    names: dict[str, str] = {}  # tool_use id -> the tool the model named
     for obj in json_objects(lines):
         kind = obj.get("type")
         message = as_dict(obj.get("message"))
@@ -139,6 +145,7 @@ def parse_claude_stream(lines: Iterable[str]) -> CliTranscript:
                 if not isinstance(block, dict) or block.get("type") != "tool_use":
                     continue
                 name, tool_input = block.get("name"), as_dict(block.get("input"))
+                names[str(block.get("id"))] = str(name)
                 if name == "Bash":
                     pending[str(block.get("id"))] = (str(tool_input.get("command")), ())
                 elif name in EDIT_TOOLS:
@@ -158,14 +165,30 @@ def parse_claude_stream(lines: Iterable[str]) -> CliTranscript:
                 "input_tokens", "cache_creation_input_tokens", "cache_read_input_tokens"))
             out.cached_input_tokens = int(usage.get("cache_read_input_tokens") or 0)
             out.output_tokens = int(usage.get("output_tokens") or 0)
+            text = obj.get("result")
+            out.final_text = text if isinstance(text, str) and not obj.get("is_error") else None
             if obj.get("total_cost_usd") is not None:
                 out.cost_usd = float(obj["total_cost_usd"])
             if obj.get("is_error"):
                 out.errors.append(str(obj.get("result") or obj.get("subtype") or "error"))
+    out.faults = [f for f in (_fault(names[i], results.get(i)) for i in names) if f]
     for tool_id in order:
-        command, paths = pending[tool_id]
-        out.commands.append(_command(tool_id, command, paths, results.get(tool_id)))
+        if _fault(names[tool_id], results.get(tool_id)) is None:  # refused: it never ran
+            command, paths = pending[tool_id]
+            out.commands.append(_command(tool_id, command, paths, results.get(tool_id)))
     return out
+
+
+def _fault(name: str, result: tuple[str, bool] | None) -> ModelFault | None:
+    """A call Claude Code refused before running it (``<tool_use_error>``, which no hook
+    sees): malformed (:data:`REFUSED`), or an edit that could not apply; else None."""
+    output, is_error = result or ("", False)
+    said = output.strip().removeprefix(TOOL_USE_ERROR).removesuffix("</tool_use_error>")
+    if not is_error or not output.strip().startswith(TOOL_USE_ERROR):
+        return None
+    if said.startswith(REFUSED):
+        return ModelFault("malformed", name, said)
+    return ModelFault("unapplied", name, said) if name in EDIT_TOOLS else None
 
 
 def _command(tool_id: str, command: str, paths: tuple[str, ...],

@@ -28,7 +28,7 @@ from typing import Any
 
 from fire_exp.agents.coding_agents.agent import CodingCliAgent
 from fire_exp.agents.coding_agents.codex_catalog import catalog_for
-from fire_exp.agents.coding_agents.codex_rollout import merge_rollout, rollout_calls
+from fire_exp.agents.coding_agents.codex_rollout import merge_rollout, rollout_calls, rollout_faults
 from fire_exp.agents.coding_agents.dialect import (
     CliCommand,
     CliEndpoint,
@@ -41,6 +41,7 @@ from fire_exp.agents.session import AgentSession
 from fire_exp.attempt_paths import AttemptPaths
 from fire_exp.environments.base import CapturedExec, Environment
 from fire_exp.environments.failure import EnvironmentFailure
+from fire_exp.errors import InputError
 from fire_exp.policies.hook_settings import CODEX_HOOKS_FEATURE, MATCHERS
 
 HOME = "codex-home"
@@ -49,7 +50,8 @@ ROLLOUT_MAX = 8 << 20
 CONFIG_TOML = f"[features]\n{CODEX_HOOKS_FEATURE} = true\n"
 PROVIDER = "fire"  # the custom model provider an ``agent.base_url`` becomes
 CATALOG = "fire-models.json"
-GIVEN = ("config.toml", "hooks.json", CATALOG)  # the files of CODEX_HOME fire-exp writes
+INSTRUCTIONS = "instructions.md"  # agent.instructions, for Codex's model_instructions_file
+GIVEN = ("config.toml", "hooks.json", CATALOG, INSTRUCTIONS)  # what fire-exp writes there
 
 
 def _toml_string(value: str) -> str:
@@ -80,6 +82,9 @@ class Codex:
         host_binary: the Codex binary on this machine that the box runs (the wheel's, or
             the mounted one); its bundled catalogue gives a model it does not know the
             metadata of :data:`~fire_exp.agents.coding_agents.codex_catalog.TEMPLATE`.
+        instructions: the model's base instructions in place of Codex's own for the model
+            (None: Codex's), written to ``CODEX_HOME/instructions.md`` and named by Codex's
+            own ``model_instructions_file`` setting.
     """
 
     target = "codex"
@@ -92,13 +97,16 @@ class Codex:
     reports_denied_calls = False
     default_key_env = "OPENAI_API_KEY"
 
-    def __init__(self, host_binary: str | None = None) -> None:
+    def __init__(self, host_binary: str | None = None, instructions: str | None = None) -> None:
         self.host_binary = host_binary
+        self.instructions = instructions
 
     def files(self, agent_dir: str, settings: Mapping[str, Any] | None) -> dict[str, bytes]:
         files = {f"{agent_dir}/{HOME}/config.toml": CONFIG_TOML.encode()}
         if settings is not None:
             files[f"{agent_dir}/{HOME}/hooks.json"] = json.dumps(settings, indent=1).encode()
+        if self.instructions is not None:
+            files[f"{agent_dir}/{HOME}/{INSTRUCTIONS}"] = self.instructions.encode()
         return files
 
     def settings_file(self) -> str:
@@ -133,8 +141,10 @@ class Codex:
     def argv(self, binary: str, instruction: str, *, workdir: str, agent_dir: str,
              model: str | None, args: Sequence[str], hooked: bool) -> list[str]:
         model = model or self.default_model()
+        path = _toml_string(f"{agent_dir}/{HOME}/{INSTRUCTIONS}")
+        own = ["-c", f"model_instructions_file={path}"] if self.instructions is not None else []
         return [binary, "exec", "--json", "--skip-git-repo-check", "--cd", workdir,
-                *(["--model", model] if model else []), *args, instruction]
+                *(["--model", model] if model else []), *own, *args, instruction]
 
     def parse(self, lines: Iterable[str]) -> CliTranscript:
         return parse_codex_json(lines)
@@ -161,8 +171,17 @@ class CodexAgent(CodingCliAgent):
     name = "codex"
     dialect = Codex()
 
+    def __init__(self, *args: Any, instructions: str | None = None, **kwargs: Any) -> None:
+        """As :class:`CodingCliAgent`, and ``instructions``: the model's base instructions
+        in place of Codex's own (``agent.instructions``; None: Codex's; :class:`Codex`)."""
+        if instructions is not None and not str(instructions).strip():
+            raise InputError("configs/agent/codex.yaml", "instructions",
+                             "empty base instructions", "give a text, or null for Codex's own")
+        self.instructions = instructions
+        super().__init__(*args, **kwargs)
+
     def _make_dialect(self) -> Codex:
-        return Codex(host_binary=self.host_binary)
+        return Codex(host_binary=self.host_binary, instructions=self.instructions)
 
     def _fetch_output(self, env: Environment, run: CapturedExec) -> None:
         """The captured output, and the rollout file of the run (redacted, at most
@@ -201,8 +220,10 @@ class CodexAgent(CodingCliAgent):
         path = rollout_path(session.env.files)
         if not path.is_file():
             return transcript
-        calls = rollout_calls(path.read_text(errors="replace").splitlines())
-        return merge_rollout(transcript, calls)
+        lines = path.read_text(errors="replace").splitlines()
+        merged = merge_rollout(transcript, rollout_calls(lines))
+        merged.faults = rollout_faults(lines)
+        return merged
 
 
 def rollout_path(files: AttemptPaths) -> Path:
@@ -231,6 +252,8 @@ def parse_codex_json(lines: Iterable[str]) -> CliTranscript:
             paths = tuple(str(c["path"]) for c in changes if c.get("path"))
             failed = item.get("status") not in (None, "completed")
             out.commands.append(CliCommand("apply_patch", "", 1 if failed else 0, failed, paths))
+        elif kind == "item.completed" and item.get("type") == "agent_message":
+            out.final_text = str(item.get("text") or "")
         elif kind == "turn.completed":
             out.finished = True
             usage = as_dict(obj.get("usage"))

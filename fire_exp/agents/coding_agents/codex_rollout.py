@@ -22,13 +22,16 @@ import json
 from collections.abc import Iterable
 from dataclasses import dataclass, replace
 
+from fire_exp.agents.coding_agents.answers import ModelFault
 from fire_exp.agents.coding_agents.dialect import CliCommand, CliTranscript, as_dict, json_objects
 
-__all__ = ["BLOCKED", "RolloutCall", "merge_rollout", "rollout_calls"]
+__all__ = ["BLOCKED", "RolloutCall", "merge_rollout", "patch_paths", "rollout_calls", "rollout_faults"]
 
 BLOCKED = "Command blocked by PreToolUse hook"
 SHELL_CALLS = frozenset({"exec_command", "shell", "shell_command", "local_shell"})
 EDIT_CALLS = frozenset({"apply_patch"})
+# What Codex 0.163 answers a call it cannot run (codex-rs: FunctionCallError).
+REFUSED = ("failed to parse function arguments", "unsupported call", "unsupported custom tool")
 
 
 @dataclass(frozen=True)
@@ -41,6 +44,12 @@ class RolloutCall:
     edit: bool
     ran: bool
     blocked: bool
+    output: str = ""  # what Codex answered the model
+
+    @property
+    def unapplied(self) -> bool:
+        """A patch Codex tried and could not apply: it answered, but nothing ran."""
+        return self.edit and not self.ran and not self.blocked and bool(self.output)
 
 
 def _command(payload: dict[str, object]) -> str:
@@ -74,8 +83,19 @@ def rollout_calls(lines: Iterable[str]) -> list[RolloutCall]:
             item = as_dict(payload.get("item"))
             if item.get("type") in ("CommandExecution", "FileChange"):
                 ran.add(str(item.get("id")))
-    return [RolloutCall(cid, command, edit, cid in ran,
-                        outputs.get(cid, "").startswith(BLOCKED)) for cid, command, edit in order]
+    return [RolloutCall(cid, command, edit, cid in ran, outputs.get(cid, "").startswith(BLOCKED),
+                        outputs.get(cid, "")) for cid, command, edit in order]
+
+
+def patch_paths(patch: str) -> tuple[str, ...]:
+    """The files an ``apply_patch`` text names (``*** Add/Update/Delete File: PATH``).
+
+    >>> patch_paths("*** Begin Patch\\n*** Update File: a.txt\\n@@\\n-x\\n+y\\n*** End Patch")
+    ('a.txt',)
+    """
+    heads = ("*** Add File: ", "*** Update File: ", "*** Delete File: ")
+    return tuple(line.split(": ", 1)[1].strip() for line in patch.splitlines()
+                 if line.startswith(heads))
 
 
 def merge_rollout(transcript: CliTranscript, calls: list[RolloutCall]) -> CliTranscript:
@@ -93,4 +113,38 @@ def merge_rollout(transcript: CliTranscript, calls: list[RolloutCall]) -> CliTra
         elif call.blocked:
             merged.append(CliCommand("apply_patch" if call.edit else call.command,
                                      is_error=True, tool_use_id=call.call_id))
+        elif call.unapplied:  # its hooks ran; the patch then failed to apply
+            merged.append(CliCommand("apply_patch", call.output, 1, True,
+                                     patch_paths(call.command), tool_use_id=call.call_id))
     return replace(transcript, commands=merged)
+
+
+def rollout_faults(lines: Iterable[str]) -> list[ModelFault]:
+    """The model's calls Codex refused (:data:`REFUSED`: malformed) or whose patch did not
+    apply (an ``apply_patch`` that neither ran nor was blocked), with Codex's answer."""
+    calls: list[tuple[str, str]] = []
+    ran: set[str] = set()
+    outputs: dict[str, str] = {}
+    for obj in json_objects(lines):
+        payload = as_dict(obj.get("payload"))
+        kind, call_id = payload.get("type"), str(payload.get("call_id"))
+        if obj.get("type") == "response_item" and kind in ("function_call", "custom_tool_call"):
+            calls.append((call_id, str(payload.get("name"))))
+        elif obj.get("type") == "response_item" and kind in ("function_call_output",
+                                                             "custom_tool_call_output"):
+            output = payload.get("output")
+            outputs[call_id] = output if isinstance(output, str) else json.dumps(output)
+        elif obj.get("type") == "event_msg" and kind == "item_completed":
+            item = as_dict(payload.get("item"))
+            if item.get("type") in ("CommandExecution", "FileChange"):
+                ran.add(str(item.get("id")))
+    faults = []
+    for call_id, name in calls:
+        said = outputs.get(call_id, "")
+        if call_id in ran or said.startswith(BLOCKED):
+            continue
+        if said.startswith(REFUSED):
+            faults.append(ModelFault("malformed", name, said))
+        elif name in EDIT_CALLS and call_id in outputs:
+            faults.append(ModelFault("unapplied", name, said))
+    return faults

@@ -17,6 +17,8 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 from urllib.parse import urlsplit
 
+from fire_exp.agents.coding_agents.answers import ModelFault
+
 __all__ = ["CliCommand", "CliDialect", "CliEndpoint", "CliTranscript", "anthropic_base", "as_dict",
            "content_text", "endpoint_hostport", "json_objects", "unwrap_shell"]
 
@@ -58,6 +60,8 @@ class CliTranscript:
     errors: list[str] = field(default_factory=list)
     finished: bool = False  # a final result/turn event was seen
     session_id: str | None = None  # the session its hook payloads carry (None: not said)
+    final_text: str | None = None  # the model's last text answer (None: it gave none)
+    faults: list[ModelFault] = field(default_factory=list)  # calls refused or not applied
 
 
 @dataclass(frozen=True)

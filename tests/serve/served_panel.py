@@ -1,0 +1,96 @@
+"""A real panel driven by the served model: ``fire-exp run`` with a real CLI in Docker,
+pointed at ``fire-exp serve-model``'s server, and what its records say (issue 35, point 3).
+
+Run by ``benchmarks/bench_served_model.py --panel`` (not in the suite: docs/agents.md,
+Running against a local model): two bundled tasks (one the policies are
+eligible on, one silent), the real and the baseline arm, one attempt each, the CLI with
+the lean switches of ``fire_exp.serve.lean`` (the same for every arm, in ``agent.args``).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from fire_exp.records import AttemptRecord, read_records
+from fire_exp.serve.cli_turn import read_turn
+from fire_exp.serve.lean import lean_overrides
+from fire_exp.serve.server import Endpoint
+
+ROOT = Path(__file__).resolve().parents[2]
+TASKS = ("recover-wal-orders", "csv-column-stats")  # eligible, silent
+
+
+@dataclass
+class AttemptFigures:
+    """One attempt of the panel, read from its record and its CLI's output."""
+
+    record: AttemptRecord
+    folder: Path
+    protocol_errors: list[str] = field(default_factory=list)  # retries, failed turns
+    commands: list[dict[str, Any]] = field(default_factory=list)  # steps that ran
+
+    @property
+    def seconds(self) -> float:
+        return float(self.record.timings.agent_s or 0.0)
+
+
+@dataclass
+class PanelRun:
+    """The panel's outcome: the command's exit, its wall time, every attempt."""
+
+    returncode: int
+    seconds: float
+    stderr: str
+    folder: Path
+    attempts: list[AttemptFigures] = field(default_factory=list)
+
+
+def panel_command(agent: str, endpoint: Endpoint, results: Path,
+                  extra: tuple[str, ...] = ()) -> list[str]:
+    """``fire-exp run`` for the served panel (``agent``: ``codex`` or ``claude-code``)."""
+    eligible, silent = TASKS
+    return [sys.executable, "-m", "fire_exp", "run", "panel=demo", *endpoint.overrides(agent)
+            .split(), "environment=docker", *lean_overrides(agent),
+            "panel.attempts=1", f"panel.eligible=[{eligible}]", f"panel.silent=[{silent}]",
+            "panel.arms=[real,baseline]", "executor.workers=1", f"results_dir={results}",
+            "analyze=false", *extra]
+
+
+def run_panel(agent: str, endpoint: Endpoint, results: Path, timeout: float = 1500,
+              extra: tuple[str, ...] = ()) -> PanelRun:
+    """Run the panel; read back every attempt (records, commands that ran, wire errors)."""
+    start = time.monotonic()
+    proc = subprocess.run(panel_command(agent, endpoint, results, extra), cwd=ROOT,
+                          capture_output=True, text=True, timeout=timeout,
+                          env=os.environ | {"PYTHONPATH": str(ROOT)})
+    run = PanelRun(proc.returncode, time.monotonic() - start, proc.stderr, results)
+    for attempts in sorted(results.glob("demo/*/attempts.jsonl")):
+        run.folder = attempts.parent
+        for record in read_records(attempts).finished:
+            run.attempts.append(_figures(record, attempts.parent / record.log_dir))
+    return run
+
+
+def _figures(record: AttemptRecord, folder: Path) -> AttemptFigures:
+    logs = folder / "logs" / "agent"
+    lines = (logs / "cli-stdout.jsonl").read_text(errors="replace").splitlines() \
+        if (logs / "cli-stdout.jsonl").is_file() else []
+    figures = AttemptFigures(record, folder, read_turn(record.agent, lines).errors)
+    if (logs / "commands.jsonl").is_file():
+        steps = [json.loads(x) for x in (logs / "commands.jsonl").read_text().splitlines()]
+        figures.commands = [s for s in steps if s.get("kind") == "command" and
+                            not s.get("denied") and s.get("exit_code") is not None]
+    return figures
+
+
+def hook_events(figures: AttemptFigures) -> dict[str, int]:
+    """The hook calls the bridge answered in the attempt, by event."""
+    path = figures.folder / "logs" / "agent" / "hook-summary.json"
+    return dict(json.loads(path.read_text()).get("by_event") or {}) if path.is_file() else {}
