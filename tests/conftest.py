@@ -21,12 +21,15 @@ from tests import parallel, timeline
 REPO = Path(__file__).resolve().parents[1]
 
 
-# Commands that read files and write files and nothing else: ``run_cli`` calls their entry
-# point in this process (the interpreter, Hydra and numpy are paid once per worker, not
-# once per call). ``run`` (threads, signals, attempt processes), ``cleanup`` (Docker),
-# ``hook`` (stdin) and ``view`` keep their own process.
+# Commands ``run_cli`` calls through their entry point in this process (the interpreter,
+# Hydra and numpy are paid once per worker, not once per call): those that read and write
+# files, and ``run``, which puts back what it changes (its SIGTERM handler; its threads
+# and attempt processes end with it; Hydra's state is cleared below; checked by
+# tests/test_run_in_process.py). ``cleanup`` (Docker), ``hook`` (stdin) and ``view`` keep
+# their own process; a test of ``run``'s process itself (a signal, a kill, a timeout)
+# starts one.
 IN_PROCESS = frozenset({"analyze", "audit-routing", "export-hooks", "freeze", "import",
-                        "power", "report", "tasks"})
+                        "power", "report", "run", "tasks"})
 
 
 def run_cli(*args: str, cwd: Path | None = None, timeout: float = 600,
@@ -34,7 +37,8 @@ def run_cli(*args: str, cwd: Path | None = None, timeout: float = 600,
             subprocess_: bool = False) -> subprocess.CompletedProcess[str]:
     """Run ``fire-exp ARGS`` from this checkout: a command of ``IN_PROCESS`` through
     ``fire_exp.cli.main`` here (unless ``subprocess_``, or ``FIRE_TEST_CLI=subprocess``
-    for all), any other as a subprocess."""
+    for all), any other as a subprocess (``timeout`` bounds only a subprocess: in this
+    process pytest-timeout does)."""
     subprocess_ = subprocess_ or os.environ.get("FIRE_TEST_CLI") == "subprocess"
     if args and args[0] in IN_PROCESS and not subprocess_:
         return _in_process(list(args), cwd or REPO, env or {})
@@ -55,7 +59,9 @@ def _in_process(args: list[str], cwd: Path, env: dict[str, str]
     out, err = io.StringIO(), io.StringIO()
     saved_env, saved_cwd = dict(os.environ), os.getcwd()
     try:
-        os.environ.update(env)
+        # As a subprocess would have it: what the command starts (an attempt's hook
+        # commands, a CLI) imports this checkout's fire_exp.
+        os.environ.update({"PYTHONPATH": str(REPO)} | env)
         os.chdir(cwd)
         with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
             try:

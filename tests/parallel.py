@@ -77,7 +77,8 @@ def engine_use(item: pytest.Item | None) -> str | None:
 
 def mark_and_order(config: pytest.Config, items: list[pytest.Item]) -> None:
     """Give each item its group and the ``docker`` mark its fixtures imply; under xdist,
-    order them: engine judges, other groups, tests without the engine, Docker tests."""
+    tell the scheduler each item's group and order them: engine judges, other groups,
+    tests without the engine, Docker tests."""
     for item in items:
         group = group_of(item)
         if group is not None and item.get_closest_marker("xdist_group") is None:
@@ -86,6 +87,10 @@ def mark_and_order(config: pytest.Config, items: list[pytest.Item]) -> None:
             item.add_marker(pytest.mark.docker)
     if not hasattr(config, "workerinput"):
         return
+    if config.getvalue("loadgroup"):
+        for item in items:
+            if (group := group_of(item)) is not None:
+                _tell_the_scheduler(item, group)
 
     def rank(item: pytest.Item) -> int:
         use = engine_use(item)
@@ -94,6 +99,22 @@ def mark_and_order(config: pytest.Config, items: list[pytest.Item]) -> None:
         return 3 if use == "shared" else 1 if group_of(item) else 2
 
     items.sort(key=rank)  # stable: a module's tests keep their order
+
+
+def _tell_the_scheduler(item: pytest.Item, group: str) -> None:
+    """Suffix the item's id with ``@GROUP``, which ``--dist loadgroup`` reads to send a
+    group to one worker. xdist's own hook does so before this module's groups are marked
+    (it runs first), and under pytest 9.2 not at all: it writes ``_nodeid``, which pytest
+    no longer reads (pytest-xdist issue 1386) — every group was split across workers."""
+    tagged = f"{item.nodeid}@{group}"
+    if item.nodeid.endswith(f"@{group}"):
+        return
+    if hasattr(item, "_id"):  # pytest >= 9.2: the id is a structured NodeId
+        from _pytest.nodeid import NodeId
+
+        item._id = NodeId.parse(tagged)
+    else:
+        item._nodeid = tagged  # type: ignore[attr-defined]
 
 
 class EngineLock:

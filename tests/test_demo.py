@@ -11,6 +11,8 @@ from fire_exp.records import read_records
 from tests.conftest import pids_working_under, run_cli
 
 OVERRIDES = ["panel=demo", "panel.attempts=1", "executor.workers=2"]
+# The tests that read the two runs: on one worker, so the runs are made once.
+TWO_RUNS = pytest.mark.xdist_group("demo-two-runs")
 
 
 @pytest.fixture(scope="module")
@@ -24,6 +26,7 @@ def two_runs(tmp_path_factory) -> tuple[Path, Path, str]:
     return results / "demo" / "first", results / "demo" / "second", outputs[0]
 
 
+@TWO_RUNS
 def test_every_scheduled_attempt_exactly_once(two_runs) -> None:
     run_dir = two_runs[0]
     schedule = json.loads((run_dir / "prereg.json").read_text())["schedule"]
@@ -36,6 +39,7 @@ def test_every_scheduled_attempt_exactly_once(two_runs) -> None:
         assert record.schema_version == 1 and record.versions["fire-exp"]
 
 
+@TWO_RUNS
 def test_rerun_with_the_same_seed_is_identical(two_runs) -> None:
     first, second, _ = two_runs
     rewards = [{r.attempt_id: (r.reward, r.funnel) for r in read_records(d / "attempts.jsonl")
@@ -50,11 +54,13 @@ def test_rerun_with_the_same_seed_is_identical(two_runs) -> None:
         assert (first / data / name).read_bytes() == (second / data / name).read_bytes(), name
 
 
+@TWO_RUNS
 def test_the_demo_shows_where_things_landed_and_a_table(two_runs) -> None:
     out = two_runs[2]
     assert "attempts.jsonl" in out and "| arm |" in out
 
 
+@TWO_RUNS
 def test_the_demo_leaves_no_process_behind(two_runs) -> None:
     assert pids_working_under(two_runs[0].parent) == []
 

@@ -65,9 +65,9 @@ def _clock(seconds: float | None) -> str:
 class PlainProgress(Tally):
     """One log line per finished attempt."""
 
-    def __init__(self, total: int, stream: TextIO = sys.stderr) -> None:
+    def __init__(self, total: int, stream: TextIO | None = None) -> None:
         super().__init__(total)
-        self.stream = stream
+        self.stream = sys.stderr if stream is None else stream  # stderr as it is now
 
     def finished(self, record: AttemptRecord) -> None:
         self.count(record)
@@ -88,13 +88,13 @@ class PlainProgress(Tally):
 class RichProgress(Tally):
     """A live table: attempts done/total, passes per arm, failures, elapsed and remaining."""
 
-    def __init__(self, total: int, stream: TextIO = sys.stderr) -> None:
+    def __init__(self, total: int, stream: TextIO | None = None) -> None:
         from rich.console import Console
         from rich.live import Live
 
         super().__init__(total)
         # Live re-renders ``self`` (``__rich__``) on every refresh, so the clocks tick.
-        self.live = Live(self, console=Console(file=stream),
+        self.live = Live(self, console=Console(file=sys.stderr if stream is None else stream),
                          refresh_per_second=4, transient=False)
         self.live.start()
 
@@ -129,6 +129,8 @@ class RichProgress(Tally):
         self.live.stop()
 
 
-def make_progress(total: int, stream: TextIO = sys.stderr) -> Progress:
-    """The live display when ``stream`` is a terminal, plain lines otherwise."""
+def make_progress(total: int, stream: TextIO | None = None) -> Progress:
+    """The live display when ``stream`` (default: ``sys.stderr`` at the call, so a caller
+    that redirected it gets the lines) is a terminal, plain lines otherwise."""
+    stream = sys.stderr if stream is None else stream
     return RichProgress(total, stream) if stream.isatty() else PlainProgress(total, stream)

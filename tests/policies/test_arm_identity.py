@@ -16,6 +16,7 @@ after freezing makes the run refuse, naming that file.
 from __future__ import annotations
 
 import ast
+import functools
 import hashlib
 import json
 import shutil
@@ -122,8 +123,15 @@ def texts(received: Received) -> list[str]:
 # ---------------------------------------------------------------- where a text comes from
 def string_constants(path: Path) -> set[str]:
     """Every string literal of a Python source (adjacent literals joined, as Python does)."""
-    return {n.value for n in ast.walk(ast.parse(path.read_text(encoding="utf-8")))
-            if isinstance(n, ast.Constant) and isinstance(n.value, str)}
+    return set(_literals(path.read_text(encoding="utf-8")))
+
+
+@functools.cache
+def _literals(source: str) -> frozenset[str]:
+    """The string literals of ``source`` (parsed once per text: the checks read the same
+    few sources hundreds of times)."""
+    return frozenset(n.value for n in ast.walk(ast.parse(source))
+                     if isinstance(n, ast.Constant) and isinstance(n.value, str))
 
 
 def source_of(family: str, folder: Path) -> Path:
@@ -151,7 +159,10 @@ def is_sham_text(text: str, pool: list[str]) -> bool:
 
 
 # ---------------------------------------------------------------- panels on copied sources
+@functools.cache
 def compose_run(*overrides: str) -> RunConfig:
+    """The run config of ``overrides`` (composed once per overrides: a RunConfig is
+    frozen, and the bundled configs do not change while the tests run)."""
     with initialize_config_dir(config_dir=str(CONFIG_DIR), version_base="1.3"):
         cfg = compose("config", overrides=list(overrides))
     return run_config_from_dict(OmegaConf.to_container(cfg, resolve=True))  # type: ignore[arg-type]

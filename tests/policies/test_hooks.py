@@ -1,4 +1,5 @@
-"""The hook bridge as Claude Code and Codex run it: `fire-exp hook` as a subprocess.
+"""The hook bridge as Claude Code and Codex run it: `fire-exp hook` as a subprocess
+(`freeze` and `export-hooks`, which set it up, in this process: ``run_cli``).
 
 Payloads follow each CLI's documented stdin shape and answers are checked against the
 documented output shapes (reference/hooks.md).
@@ -19,6 +20,7 @@ import pytest
 from fire_exp.policies.hook_settings import MATCHERS, TARGETS
 from fire_exp.policies.hook_store import read_activity
 from fire_exp.policies.hooks import MAX_STOP_ROUNDS
+from tests.conftest import run_cli
 
 ROOT = Path(__file__).resolve().parents[2]
 CLIS = ("claude-code", "codex")
@@ -273,9 +275,8 @@ def test_bad_arguments_are_a_non_blocking_error(tmp_path: Path) -> None:
 def freeze(tmp_path: Path) -> Path:
     """A real manifest from `fire-exp freeze`, with its policy paths moved to a copy."""
     manifest = tmp_path / "demo.prereg.json"
-    subprocess.run([sys.executable, "-m", "fire_exp", "freeze", "panel=demo",
-                    f"prereg={manifest}", "panel.attempts=1"], check=True, cwd=ROOT,
-                   capture_output=True, env=os.environ | {"PYTHONPATH": str(ROOT)}, timeout=120)
+    frozen = run_cli("freeze", "panel=demo", f"prereg={manifest}", "panel.attempts=1")
+    assert frozen.returncode == 0, frozen.stderr
     data = json.loads(manifest.read_text())
     copy = tmp_path / "fire-core"
     shutil.copytree(ROOT / "portfolios" / "fire-core", copy)
@@ -330,12 +331,8 @@ def assert_valid_settings(doc: Any, cli: str) -> None:
 
 
 def export(target: str, out: Path, arm: str = "real", *extra: str) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [sys.executable, "-m", "fire_exp", "export-hooks", "--target", target, "--portfolio",
-         "fire-core", "--arm", arm, "--out", str(out), "--command",
-         f"{sys.executable} -m fire_exp", *extra],
-        capture_output=True, text=True, cwd=ROOT, env=os.environ | {"PYTHONPATH": str(ROOT)},
-        timeout=60)
+    return run_cli("export-hooks", "--target", target, "--portfolio", "fire-core", "--arm", arm,
+                   "--out", str(out), "--command", f"{sys.executable} -m fire_exp", *extra)
 
 
 @pytest.mark.parametrize("cli", CLIS)

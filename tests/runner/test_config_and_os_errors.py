@@ -16,14 +16,16 @@ from pathlib import Path
 import pytest
 
 from tests.ci import missing
+from tests.conftest import run_cli
 
 REPO = Path(__file__).resolve().parents[2]
 
 
-def fire_exp(*args: str, timeout: float = 300) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "fire_exp", *args], cwd=REPO,
-                          env=os.environ | {"PYTHONPATH": str(REPO)}, capture_output=True,
-                          text=True, timeout=timeout)
+def fire_exp(*args: str, timeout: float = 300,
+             subprocess_: bool = False) -> subprocess.CompletedProcess[str]:
+    """``fire-exp ARGS``: a refusal is the command's, the same in this process
+    (``run_cli``); a full or read-only disk's is a process's, so those keep one."""
+    return run_cli(*args, timeout=timeout, subprocess_=subprocess_)
 
 
 def one_line_error(proc: subprocess.CompletedProcess[str]) -> str:
@@ -98,7 +100,7 @@ class Mounted:
 
     def run(self, *args: str, timeout: float = 300) -> subprocess.CompletedProcess[str]:
         if self.host:
-            return fire_exp(*args, timeout=timeout)
+            return fire_exp(*args, timeout=timeout, subprocess_=True)
         command = " ".join(shlex.quote(a) for a in [sys.executable, "-m", "fire_exp", *args])
         script = (f"mount -t tmpfs -o {self.options} tmpfs {shlex.quote(str(self.path))} "
                   f"|| exit 97; {command}; rc=$?; "

@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from fire_exp.paths import PORTFOLIOS_DIR, SUITES_DIR
+from tests.conftest import run_cli
 
 REPO = Path(__file__).resolve().parents[2]
 TASKS = ("enumerate-lock-codes", "log-error-summary")
@@ -25,6 +26,10 @@ PLAN = ("# analysis plan of the freezing tests\nname: freezing\nseed: 1\n"
 
 
 def fire_exp(*args: str, repo: Path = REPO) -> subprocess.CompletedProcess[str]:
+    """``fire-exp ARGS`` of this checkout (in this process: ``run_cli``), or of a copy of
+    the harness (``repo``) in a process of its own, which imports the copy."""
+    if repo == REPO:
+        return run_cli(*args, timeout=300)
     env = os.environ | {"PYTHONPATH": str(repo)}
     return subprocess.run([sys.executable, "-m", "fire_exp", *args], cwd=repo, env=env,
                           capture_output=True, text=True, timeout=300)

@@ -18,6 +18,8 @@ from tests.conftest import REPO
 from tests.view.conftest import HOSTILE, SECRET
 
 DATA = REPO / "tests" / "analysis" / "data"
+# One worker runs the module, so the demo run and its site (conftest) are made once.
+pytestmark = pytest.mark.xdist_group("view-demo-run")
 
 
 def _index(site: Path) -> dict:
