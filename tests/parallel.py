@@ -92,11 +92,16 @@ def mark_and_order(config: pytest.Config, items: list[pytest.Item]) -> None:
             if (group := group_of(item)) is not None:
                 _tell_the_scheduler(item, group)
 
-    def rank(item: pytest.Item) -> int:
+    def rank(item: pytest.Item) -> float:
+        # A group's tests run one after the other on one worker: the whole chain starts
+        # early (the model servers' is the suite's longest), its Docker tests at its end,
+        # by when the engine judges are done.
         use = engine_use(item)
         if use == "exclusive":
             return 0
-        return 3 if use == "shared" else 1 if group_of(item) else 2
+        if group_of(item):
+            return 1.5 if use == "shared" else 1
+        return 3 if use == "shared" else 2
 
     items.sort(key=rank)  # stable: a module's tests keep their order
 
@@ -112,9 +117,9 @@ def _tell_the_scheduler(item: pytest.Item, group: str) -> None:
     if hasattr(item, "_id"):  # pytest >= 9.2: the id is a structured NodeId
         from _pytest.nodeid import NodeId
 
-        item._id = NodeId.parse(tagged)
+        item._id = NodeId.parse(tagged)  # noqa: SLF001 (xdist reads the group from it)
     else:
-        item._nodeid = tagged  # type: ignore[attr-defined]
+        item._nodeid = tagged  # type: ignore[attr-defined]  # noqa: SLF001 (as above)
 
 
 class EngineLock:
