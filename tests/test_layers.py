@@ -27,6 +27,10 @@ ALLOWED_CIRCLES: set[frozenset[str]] = set()
 
 Graph = dict[str, dict[str, int]]  # module -> {imported module: first line}
 
+# One place runs a panel: the command line hands the run's config to these and prints what
+# comes back, so a run's path goes down the layers without climbing back to a command.
+RUN_ENTRY_POINTS = frozenset({"fire_exp.runner.launch", "fire_exp.runner.preregister"})
+
 
 def package_modules(package: Path) -> dict[str, Path]:
     """Every module of the package at ``package``, by dotted name (packages by their own
@@ -109,6 +113,29 @@ def upward_imports(graph: Graph, layers: list[tuple[str, list[str]]]) -> list[st
     return found
 
 
+def commands_reaching_into_the_runner(graph: Graph, cli: str = "fire_exp.cli",
+                                      runner: str = "fire_exp.runner",
+                                      entry_points: frozenset[str] = RUN_ENTRY_POINTS,
+                                      ) -> list[str]:
+    """Every import by a command's module of the runner past its entry points, or of
+    another command's module (the shared ``_private`` helpers and the package aside)."""
+    found = []
+    for module, targets in sorted(graph.items()):
+        if not module.startswith(cli + "."):
+            continue
+        for target, line in sorted(targets.items()):
+            into_runner = target.startswith(runner + ".") and target not in entry_points
+            command = (target.startswith(cli + ".")
+                       and not target.removeprefix(cli + ".").startswith("_"))
+            if into_runner or command:
+                found.append(f"{module} (line {line}) imports {target}: "
+                             + ("a command hands its run to the runner's entry points "
+                                f"({', '.join(sorted(entry_points))}) and prints what "
+                                "comes back" if into_runner else
+                                "a command borrows nothing of another command"))
+    return found
+
+
 def circles(graph: Graph) -> list[frozenset[str]]:
     """The import circles: strongly connected sets of more than one module (Tarjan)."""
     index: dict[str, int] = {}
@@ -187,6 +214,11 @@ def test_no_import_runs_up_the_layers(graph, layers) -> None:
     assert not found, "imports up the layers of docs/architecture.md:\n" + "\n".join(found)
 
 
+def test_a_command_hands_its_run_to_the_runner_whole(graph) -> None:
+    found = commands_reaching_into_the_runner(graph)
+    assert not found, "the command line does the runner's work:\n" + "\n".join(found)
+
+
 def test_the_attempt_record_sits_at_the_bottom(graph) -> None:
     assert set(graph["fire_exp.records"]) <= {"fire_exp.errors", "fire_exp.files"}
     assert set(graph["fire_exp.files"]) <= {"fire_exp.errors"}
@@ -230,3 +262,23 @@ def test_the_checks_catch_a_circle_and_an_upward_import(tmp_path) -> None:
     assert sorted(map(sorted, circles(graph))) == [
         ["pkg.low", "pkg.low.b", "pkg.low.c", "pkg.top.a"]]
     assert layer_of("pkg", layers) == 1 and layer_of("pkg.other", layers) is None
+
+
+def test_the_check_catches_a_command_doing_the_runners_work(tmp_path) -> None:
+    package = _write(tmp_path, {
+        "pkg/__init__.py": "",
+        "pkg/cli/__init__.py": "",
+        "pkg/cli/_shared.py": "",
+        "pkg/cli/freeze.py": "from pkg.runner.launch import go\n",
+        "pkg/cli/run.py": ("from pkg.cli import _shared\nfrom pkg.cli.freeze import x\n"
+                           "from pkg.runner.launch import go\n"
+                           "def f():\n    from pkg.runner.build import b\n"),
+        "pkg/runner/__init__.py": "",
+        "pkg/runner/launch.py": "from pkg.runner.build import b\n",
+        "pkg/runner/build.py": "",
+    })
+    found = commands_reaching_into_the_runner(import_graph(package), "pkg.cli", "pkg.runner",
+                                              frozenset({"pkg.runner.launch"}))
+    assert [line.split(":")[0] for line in found] == [
+        "pkg.cli.run (line 2) imports pkg.cli.freeze",
+        "pkg.cli.run (line 5) imports pkg.runner.build"]

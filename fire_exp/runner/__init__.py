@@ -5,8 +5,10 @@ from fire_exp.runner.build import build_panel, prepare_panel
 from fire_exp.runner.execute import build_attempt, execute
 from fire_exp.runner.executors import LocalExecutor
 from fire_exp.runner.job_records import finish_record, harness_failure
+from fire_exp.runner.launch import RunListener, RunOutcome, RunStart, launch_run
 from fire_exp.runner.model import AttemptJob, Executor, Panel
 from fire_exp.runner.panel import RunResult, run_panel
+from fire_exp.runner.preregister import Frozen, freeze_panel, preregister
 from fire_exp.runner.progress import PlainProgress, RichProgress, make_progress
 from fire_exp.runner.replacement import ReplacementRule, owed_attempts
 from fire_exp.runner.schedule import (
@@ -24,12 +26,16 @@ __all__ = [
     "AttemptSpec",
     "AttemptStore",
     "Executor",
+    "Frozen",
     "LocalExecutor",
     "Panel",
     "PlainProgress",
     "ReplacementRule",
     "RichProgress",
+    "RunListener",
+    "RunOutcome",
     "RunResult",
+    "RunStart",
     "ScheduledAttempt",
     "Stop",
     "StopMonitor",
@@ -43,10 +49,13 @@ __all__ = [
     "code_funnel",
     "execute",
     "finish_record",
+    "freeze_panel",
     "harness_failure",
+    "launch_run",
     "make_progress",
     "owed_attempts",
     "prepare_panel",
+    "preregister",
     "run_attempt",
     "run_panel",
 ]

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from fire_exp.cli.run import check_records_so_far, claim_new_folder
 from fire_exp.errors import InputError
+from fire_exp.runner.run_folder import check_records_so_far, claim_new_folder
 
 DEMO_RUN = Path(__file__).resolve().parents[1] / "report" / "data" / "demo_run"
 
