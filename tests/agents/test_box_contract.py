@@ -26,10 +26,11 @@ from fire_exp.registry import REGISTRY
 PACKAGE = Path(__file__).resolve().parents[2] / "fire_exp"
 # The modules of environments/ that code above it may import: the contract (the base
 # class, its capabilities and results, failures), what agents put into any box (the agent
-# install, the hook transport) and helpers that know no backend. The session host is
-# here until its process utilities leave the in-box program (issue 40, point 3).
+# install, the hook transport) and helpers that know no backend: ``inbox`` for its process
+# utilities (``inbox.procs``, the one copy the host side shares with the in-box program,
+# which no host-side module imports: tests/environments/test_inbox.py).
 CONTRACT = {"base", "capabilities", "failure", "upkeep", "agent_install", "hook_transport",
-            "redaction", "reward", "archives", "fetch", "session_host"}
+            "redaction", "reward", "archives", "fetch", "inbox"}
 BACKEND_NAMES = set(REGISTRY.names("environment"))  # "local", "docker", plug-ins
 BACKEND_CLASSES = {"DockerPanel", *(REGISTRY.get("environment", n).__name__
                                     for n in BACKEND_NAMES)}

@@ -77,6 +77,7 @@ def two_engines() -> Iterator[TwoEngines]:
     why = missing()
     if why is not None:
         ci_missing(f"the two-engine tests need {why}")
+    _remove_our_images()  # what a killed earlier run of this module left is not "as found"
     before = machine_state()
     subprocess.run(["docker", "tag", BASE_IMAGE, TEST_BASE], check=True, capture_output=True)
     try:
