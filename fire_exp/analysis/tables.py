@@ -67,19 +67,29 @@ _COST_COLUMNS = ["cohort", "arm", "n_tasks", "attempts", "successes", "total_cos
                  "mean_agent_seconds"]
 
 
+def _arm_intervals(run: AnalysisInputs, done: Built, kind: str, names: tuple[str, str, str],
+                   columns: list[str], *, percent: bool = False) -> pd.DataFrame:
+    """One row per cohort and arm: the arm's counts and its resampled ``kind:ARM`` column's
+    estimate and interval under ``names`` (as percentages where ``percent``)."""
+    rows = []
+    for c in run.primary:
+        boot = done.results.scope(c.scope)
+        for r in arm_rows(c):
+            ci = boot[f"{kind}:{r['arm']}"]
+            values: tuple[float, ...] = (ci.estimate, ci.ci_low, ci.ci_high)
+            if percent:
+                values = tuple(100 * v for v in values)
+            rows.append({**r, **dict(zip(names, values, strict=True))})
+    return pd.DataFrame([{key: r[key] for key in columns} for r in rows])
+
+
 def _pass_rates(run: AnalysisInputs, resamples: ResampleRequest) -> Builder:
     for c in run.primary:
         resamples.add(c.scope, c.name, c.arm_columns())
 
     def build(done: Built) -> pd.DataFrame:
-        rows = []
-        for c in run.primary:
-            boot = done.results.scope(c.scope)
-            for r in arm_rows(c):
-                bi = boot[f"arm:{r['arm']}"]
-                rows.append({**r, "pass_rate_pct": 100 * bi.estimate,
-                             "ci_low_pct": 100 * bi.ci_low, "ci_high_pct": 100 * bi.ci_high})
-        return pd.DataFrame([{key: r[key] for key in _PASS_COLUMNS} for r in rows])
+        return _arm_intervals(run, done, "arm", ("pass_rate_pct", "ci_low_pct", "ci_high_pct"),
+                              _PASS_COLUMNS, percent=True)
 
     return build
 
@@ -175,14 +185,8 @@ def _cost(run: AnalysisInputs, resamples: ResampleRequest) -> Builder:
         resamples.add(c.scope, c.name, {}, c.cost_ratios())
 
     def build(done: Built) -> pd.DataFrame:
-        rows = []
-        for c in run.primary:
-            boot = done.results.scope(c.scope)
-            for r in arm_rows(c):
-                ci = boot[f"cost:{r['arm']}"]
-                rows.append({**r, "cost_per_success_usd": ci.estimate,
-                             "cost_ci_low_usd": ci.ci_low, "cost_ci_high_usd": ci.ci_high})
-        return pd.DataFrame([{key: r[key] for key in _COST_COLUMNS} for r in rows])
+        return _arm_intervals(run, done, "cost", ("cost_per_success_usd", "cost_ci_low_usd",
+                                                  "cost_ci_high_usd"), _COST_COLUMNS)
 
     return build
 
