@@ -90,12 +90,15 @@ class LlamaServer:
         threads: CPU threads for prompt and generation (default: all cores).
         context: tokens of context (default: the model's).
         log: the server's output goes here (default: discarded).
+        max_reply_tokens: the most tokens one reply may have (None: as the request asks;
+            a small model may ramble for thousands).
     """
 
     def __init__(self, model: ServedModel, host: str = "127.0.0.1", port: int = 0,
                  threads: int | None = None, context: int | None = None,
-                 log: Path | None = None) -> None:
+                 log: Path | None = None, max_reply_tokens: int | None = None) -> None:
         self.model = model
+        self.max_reply_tokens = max_reply_tokens
         self.endpoint = Endpoint(host, port or free_port(host), model.name)
         self.threads = threads or os.cpu_count() or 1
         self.context = context or model.context
@@ -109,7 +112,8 @@ class LlamaServer:
                 "--alias", self.model.name, "--host", self.endpoint.host,
                 "--port", str(self.endpoint.port), "--ctx-size", str(self.context),
                 "--threads", str(self.threads), "--parallel", "1", "--jinja",
-                "--no-webui", "--cache-reuse", "256"]
+                "--no-webui", "--cache-reuse", "256",
+                *(["--n-predict", str(self.max_reply_tokens)] if self.max_reply_tokens else [])]
 
     def start(self) -> Endpoint:
         """Start the server and wait until it answers ``/health``; returns its endpoint."""

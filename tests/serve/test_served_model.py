@@ -108,7 +108,8 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Endpoint]:
         except PreflightError as exc:
             missing(str(exc))
     log = tmp_path_factory.mktemp("served") / "server.log"
-    server = LlamaServer(model_named(DEFAULT), threads=2, log=log)
+    # Replies bounded: the 0.5B model once rambled 1,929 tokens in one reply (600 s here).
+    server = LlamaServer(model_named(DEFAULT), threads=2, log=log, max_reply_tokens=256)
     with server as endpoint:
         pid = server.proc.pid if server.proc else 0
         yield endpoint
