@@ -103,7 +103,7 @@ def test_sigint_cancels_ray_attempts(tmp_path: Path, cluster: Cluster) -> None:
     proc = popen_interruptible(
         [sys.executable, "-m", "fire_exp", "run", *SMALL, f"results_dir={tmp_path}",
          "run=int", "executor=ray", f"executor.address={cluster.address}",
-         "agent.think_s=0.4"], cwd=ROOT, env=cli_env(RAY_ENV), text=True,
+         "agent.think_s=2"], cwd=ROOT, env=cli_env(RAY_ENV), text=True,
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)
     try:
         _attempt_owner(cluster, deadline=time.monotonic() + 120)

@@ -27,6 +27,7 @@ from fire_exp.serve.models import DEFAULT, gguf_path, model_named
 from fire_exp.serve.probe import messages_probe, responses_probe
 from fire_exp.serve.server import Endpoint, LlamaServer, server_binary
 from tests.ci import missing
+from tests.signals import popen_interruptible
 
 pytestmark = [pytest.mark.llm, pytest.mark.slow, pytest.mark.cli]
 ROOT = Path(__file__).resolve().parents[2]
@@ -50,7 +51,7 @@ def _gone(pid: int) -> bool:
 
 def test_serve_model_answers_both_protocols_and_stops_on_ctrl_c(tmp_path: Path) -> None:
     _need_model()
-    proc = subprocess.Popen(
+    proc = popen_interruptible(
         [sys.executable, "-m", "fire_exp", "serve-model", "--threads", "2",
          "--log", str(tmp_path / "server.log")],
         cwd=ROOT, env=os.environ | {"PYTHONPATH": str(ROOT)}, stdout=subprocess.PIPE,
