@@ -16,7 +16,7 @@ import pytest
 
 from fire_exp.environments.inbox import procs
 from fire_exp.runner.cleanup import attempt_processes
-from tests import parallel, timeline
+from tests import llama_build, parallel, timeline
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -108,5 +108,11 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 
 @pytest.hookimpl(wrapper=True, tryfirst=True)  # outside pytest-timeout: a wait for the lock is no test time
 def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> object:
+    llama_build.wait(item)  # the llama-server build beside the tests: no test time either
     return (yield from parallel.around_test(item, nextitem))
+
+
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    if item.get_closest_marker("llm") is not None and (why := llama_build.problem()):
+        pytest.fail(why)
 

@@ -7,7 +7,12 @@ import os
 import shlex
 import shutil
 import subprocess
+import threading
 from pathlib import Path
+
+import pytest
+
+from tests import llama_build
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -24,7 +29,8 @@ FAST = '-m not docker and not browser and not ray and not llm and not cli'
 
 def _run(tmp_path: Path, docker_ok: bool, have: tuple[str, ...] = (
         "mmdebstrap", "chromedriver", "pdflatex"), args: tuple[str, ...] = ("tests/stats", "-x"),
-         pytest_exit: int = 0, workers: str | None = None) -> tuple[subprocess.CompletedProcess[str], list[str]]:
+         pytest_exit: int = 0, workers: str | None = None, build: str = "true",
+         ) -> tuple[subprocess.CompletedProcess[str], list[str]]:
     for name in ("fire-exp", "apt-get", *have):
         _stub(tmp_path, name, "true")
     nproc = tmp_path / "nproc"  # two cores: four workers (not a call the script makes)
@@ -38,13 +44,13 @@ def _run(tmp_path: Path, docker_ok: bool, have: tuple[str, ...] = (
     (repo / "scripts").mkdir(parents=True)
     (repo / ".ci").mkdir()
     shutil.copy2(ROOT / "scripts" / "test", repo / "scripts" / "test")
-    _stub(repo / ".ci", "llama-server", "true")
+    _stub(repo / ".ci", "llama-server", build)
     (repo / ".ci" / "calls").symlink_to(tmp_path / "calls")
     # Only the stand-ins and the few tools the script itself uses: what is not stubbed is
     # missing, whatever this machine has installed.
     tools = tmp_path / "tools"
     tools.mkdir()
-    for tool in ("bash", "id", "dirname"):
+    for tool in ("bash", "id", "dirname", "mktemp", "setsid", "mv", "cat", "tail"):
         (tools / tool).symlink_to(shutil.which(tool) or f"/usr/bin/{tool}")
     env = {k: v for k, v in os.environ.items() if k != "FIRE_TEST_WORKERS"}  # the default
     env |= {"PATH": f"{tmp_path}:{tools}"} | ({"FIRE_TEST_WORKERS": workers} if workers else {})
@@ -57,10 +63,36 @@ def _run(tmp_path: Path, docker_ok: bool, have: tuple[str, ...] = (
 def test_the_test_command_installs_bootstraps_then_runs_pytest(tmp_path: Path) -> None:
     proc, calls = _run(tmp_path, docker_ok=True)
     assert proc.returncode == 0, proc.stderr
-    assert calls == ["docker info", "python -m pip install -q -e .[test]",
-                     "fire-exp images bootstrap", "llama-server ",
-                     f"{PYTEST} tests/stats -x"]
+    # The llama.cpp build runs beside pytest: after the set-up, in either order with it.
+    assert calls[:3] == ["docker info", "python -m pip install -q -e .[test]",
+                         "fire-exp images bootstrap"]
+    assert sorted(calls[3:]) == sorted(["llama-server ", f"{PYTEST} tests/stats -x"])
     assert "scripts/test: set-up" in proc.stderr and "scripts/test: tests" in proc.stderr
+    assert "scripts/test: llama-server" in proc.stderr
+
+
+def test_a_failed_llama_build_fails_the_run_with_its_log(tmp_path: Path) -> None:
+    proc, _ = _run(tmp_path, docker_ok=True, build="echo 'cmake: no compiler'; exit 3")
+    assert proc.returncode == 1, proc.stderr
+    assert "llama-server build failed" in proc.stderr and "cmake: no compiler" in proc.stderr
+
+
+def test_the_model_tests_wait_for_the_build_and_fail_on_its_failure(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    class Item:  # what llama_build reads of a test: its llm marker
+        def get_closest_marker(self, name: str) -> object:
+            return object() if name == "llm" else None
+
+    monkeypatch.setenv("FIRE_LLAMA_BUILD", str(tmp_path))
+    (tmp_path / "log").write_text("step 1\nld: cannot find -lssl\n")
+    done = threading.Timer(0.3, lambda: (tmp_path / "status").write_text("2\n"))
+    done.start()
+    llama_build.wait(Item(), poll_s=0.05)  # type: ignore[arg-type]
+    assert (tmp_path / "status").exists()  # it waited for the build's end
+    why = llama_build.problem()
+    assert why is not None and "status 2" in why and "cannot find -lssl" in why
+    (tmp_path / "status").write_text("0\n")
+    assert llama_build.problem() is None
 
 
 def test_the_fast_tier_sets_nothing_up_and_leaves_out_what_needs_a_machine(
@@ -89,7 +121,8 @@ def test_a_failing_run_keeps_pytests_exit_status(tmp_path: Path) -> None:
 def test_no_worker_runs_pytest_in_one_process(tmp_path: Path) -> None:
     proc, calls = _run(tmp_path, docker_ok=True, workers="0")
     assert proc.returncode == 0, proc.stderr
-    assert calls[-1] == "python -m pytest -q --durations=10 tests/stats -x"
+    assert [c for c in calls if c.startswith("python -m pytest")] == [
+        "python -m pytest -q --durations=10 tests/stats -x"]
 
 
 def test_the_test_command_installs_what_the_tests_need_from_debian(tmp_path: Path) -> None:
