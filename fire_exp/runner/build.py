@@ -4,9 +4,9 @@
 :class:`Panel` of built objects: the tasks (with digests), the arms' families, the coding
 portfolio, the parsed analysis plan, the replacement rule, the executor, and the
 factories of agent and environment, whose settings were checked, once, against each
-component's settings model (``fire_exp/settings.py``). Nothing downstream reads the config's components again: ``Panel.config``
-stays only as the record of what the panel was built from (the preregistration hashes
-it; a Ray worker rebuilds the panel from it).
+component's settings model (``fire_exp/settings.py``). Nothing downstream reads the
+config's components again: ``Panel.config`` stays only as the record of what the panel was
+built from (the preregistration hashes it; a Ray worker rebuilds the panel from it).
 
 :func:`prepare_panel` then checks what the agent and the environment need and builds or
 checks every task's image, so a panel that cannot run refuses before its first attempt.
@@ -47,9 +47,8 @@ from fire_exp.tasks.suites import resolve_suite
 # Panel and its factories are defined in runner/model.py; they are named here too, as the
 # panel this module builds.
 __all__ = ["AgentFactory", "EnvironmentFactory", "Panel", "Report", "agent_factory",
-           "checked_settings",
-           "build_panel", "environment_factory", "make_executor", "prepare_environments",
-           "prepare_panel", "versions"]
+           "build_panel", "checked_settings", "environment_factory", "make_executor",
+           "prepare_environments", "prepare_panel", "versions"]
 
 @functools.cache
 def versions() -> dict[str, str]:
