@@ -27,8 +27,26 @@ from pathlib import Path
 from typing import Any
 
 from fire_exp.errors import InputError
+from fire_exp.settings import Seconds, Settings
 
 CLI_MOUNT = "/opt/fire-exp/cli"
+
+
+class InstallSettings(Settings):
+    """An agent config's ``install`` block as written (its keys, types and ranges; the
+    agent's settings model checks it when the panel is built). :class:`InstallSpec` is
+    what :meth:`InstallSpec.from_config` makes of it."""
+
+    script: str | None = None
+    image: str | None = None
+    paths: list[str] = []
+    host_binary: str | None = None
+    network: str | None = "bridge"  # null: the default
+    timeout_s: Seconds | None = 900.0  # null: the default
+
+
+_INSTALL = InstallSettings()
+_NETWORK, _TIMEOUT_S = str(_INSTALL.network), float(_INSTALL.timeout_s or 0)
 
 
 @dataclass(frozen=True)
@@ -39,8 +57,8 @@ class InstallSpec:
     image: str | None = None
     paths: tuple[str, ...] = ()
     host_binary: str | None = None
-    network: str = "bridge"
-    timeout_s: float = 900.0
+    network: str = _NETWORK
+    timeout_s: float = _TIMEOUT_S
 
     @classmethod
     def from_config(cls, raw: Any, where: str) -> InstallSpec:
@@ -67,8 +85,8 @@ class InstallSpec:
                              "file on this machine", "point it at the CLI's binary")
         return cls(script=raw.get("script") or None, image=raw.get("image") or None,
                    paths=paths, host_binary=str(Path(binary).resolve()) if binary else None,
-                   network=str(raw.get("network") or "bridge"),
-                   timeout_s=float(raw.get("timeout_s") or 900.0))
+                   network=str(raw.get("network") or _NETWORK),
+                   timeout_s=float(raw.get("timeout_s") or _TIMEOUT_S))
 
     @property
     def method(self) -> str:

@@ -1,6 +1,7 @@
 """The settings of a coding-agent CLI (``configs/agent/claude-code.yaml``, ``codex.yaml``):
 one model for every CLI, with Codex's base instructions besides; the defaults of
-:class:`~fire_exp.agents.coding_agents.agent.CodingCliAgent` are these."""
+:class:`~fire_exp.agents.coding_agents.agent.CodingCliAgent` are these. The ``install``
+block's model is the box's (``environments/agent_install.InstallSettings``)."""
 
 from __future__ import annotations
 
@@ -8,21 +9,10 @@ from typing import Annotated
 
 from pydantic import AfterValidator, Field
 
-from fire_exp.settings import DURATION_CEILING_S, Seconds, Settings, ceiling, setting_error
+from fire_exp.environments.agent_install import InstallSettings
+from fire_exp.settings import DURATION_CEILING_S, Settings, ceiling, setting_error
 
-__all__ = ["CodexSettings", "CodingCliSettings", "InstallSettings"]
-
-
-class InstallSettings(Settings):
-    """The ``install`` block: how the CLI gets into a box that installs agents (exactly
-    one of script | image + paths | host_binary, or none: ``agent_install.InstallSpec``)."""
-
-    script: str | None = None
-    image: str | None = None
-    paths: list[str] = []
-    host_binary: str | None = None
-    network: str | None = "bridge"
-    timeout_s: Seconds | None = 900.0
+__all__ = ["CodexSettings", "CodingCliSettings"]
 
 
 class CodingCliSettings(Settings):
