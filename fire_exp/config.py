@@ -1,8 +1,9 @@
 """Typed configuration, converted once from Hydra's DictConfig at the entry point.
 
 The core never sees a DictConfig. Each group of ``configs/`` maps to one dataclass here;
-keys a group does not name explicitly land in ``params`` and are passed to the object the
-registry builds (an agent's temperature, an environment's image, ...).
+the keys of a component's group (agent, environment, executor) but its name land in
+``params`` as composed, and this module knows none of them: the component's settings model
+checks them where the registry builds it (``runner/build.py``, ``fire_exp/settings.py``).
 """
 
 from __future__ import annotations
@@ -95,6 +96,9 @@ class RunConfig:
     # Neither run= nor resume= given: ``run`` is new_run's name, and a folder of that name
     # already there (another run started in the same second) is not this run's.
     fresh: bool = False
+    # ceilings=false: lift every ceiling (the panel's here, the components' settings' when
+    # they are built) on purpose; a permission, not the experiment (not hashed).
+    ceilings: bool = True
 
     def config_hash(self) -> str:
         """SHA-256 of what defines the experiment (not where or when it runs)."""
@@ -121,41 +125,17 @@ def _names(data: dict[str, Any], key: str, where: str) -> tuple[str, ...]:
     return tuple(value)
 
 
-# Parameters that count things and must be at least 1; durations (``*_s``, ``*_sec``,
-# ``*timeout*``) and these others must be at least 0. Checked before anything is written.
-_AT_LEAST_ONE = frozenset({"workers", "max_steps", "max_tokens", "pids_limit", "fetch_cap_mb",
-                           "cpus_per_attempt", "attempts"})
-_AT_LEAST_ZERO = frozenset({"retries", "temperature", "max_replacements"})
-# Ceilings: a value above one is far more likely a typo (an extra zero, ``inf``) than an
-# experiment, and would exhaust the machine or the budget. ``ceilings=false`` lifts them
-# on purpose; every number must still be finite.
-DURATION_CEILING_S = 86_400.0  # a day, for any duration or timeout
-CEILINGS: dict[str, float] = {"attempts": 100, "workers": 256, "max_steps": 100_000,
-                              "max_tokens": 10_000_000, "pids_limit": 1_000_000,
-                              "cpus_per_attempt": 1024, "retries": 100,
-                              "max_replacements": 10, "temperature": 10}
+# Ceilings of the panel's own numbers: a value above one is far more likely a typo (an extra
+# zero) than an experiment, and would exhaust the machine or the budget. ``ceilings=false``
+# lifts them on purpose. A component's settings carry their own (``fire_exp.settings``),
+# checked where the component is built.
+ATTEMPTS_CEILING = 100  # attempts per task and arm
 SCHEDULE_CEILING = 100_000  # attempts in one panel (tasks x arms x attempts)
-_LIFT = "or set ceilings=false to lift the ceiling on purpose"
-
-
-def _minimum(key: str) -> int | None:
-    if key in _AT_LEAST_ONE:
-        return 1
-    if _is_duration(key) or key in _AT_LEAST_ZERO:
-        return 0
-    return None
-
-
-def _is_duration(key: str) -> bool:
-    return key.endswith(("_s", "_sec")) or "timeout" in key
-
-
-def _ceiling(key: str) -> float | None:
-    return DURATION_CEILING_S if _is_duration(key) else CEILINGS.get(key)
+LIFT = "or set ceilings=false to lift the ceiling on purpose"
 
 
 def _check_finite(value: Any, where: str, key: str) -> None:
-    """Refuse NaN or an infinity anywhere in a parameter (nested lists and mappings too)."""
+    """Refuse NaN or an infinity anywhere in a value (nested lists and mappings too)."""
     if isinstance(value, float) and not math.isfinite(value):
         raise InputError(f"configs/{where}", key, f"{value} is not a finite number",
                          f"set {where}.{key} to a finite number")
@@ -165,32 +145,6 @@ def _check_finite(value: Any, where: str, key: str) -> None:
     elif isinstance(value, list | tuple):
         for i, item in enumerate(value):
             _check_finite(item, where, f"{key}[{i}]")
-
-
-def check_ranges(params: dict[str, Any], where: str, *, ceilings: bool = True) -> None:
-    """Refuse a count below 1, a duration below 0, a number that is not finite, and a
-    value above its ceiling (unless ``ceilings`` is false).
-
-    >>> check_ranges({"workers": 2, "think_s": 0.0}, "executor")
-    """
-    for key, value in params.items():
-        _check_finite(value, where, key)
-        if isinstance(value, dict):  # a nested block (agent.install: {timeout_s: ...})
-            check_ranges(value, f"{where}.{key}", ceilings=ceilings)
-            continue
-        low = _minimum(key)
-        if low is None or value is None:
-            continue
-        if isinstance(value, bool) or not isinstance(value, int | float):
-            raise InputError(f"configs/{where}", key, f"expected a number, got {value!r}",
-                             f"set {where}.{key}=<number>")
-        if not value >= low:  # also refuses NaN
-            raise InputError(f"configs/{where}", key, f"{value} is below {low}",
-                             f"set {where}.{key} to {low} or more")
-        high = _ceiling(key)
-        if high is not None and value > high and ceilings:
-            raise InputError(f"configs/{where}", key, f"{value:,} is above the ceiling "
-                             f"{high:,g}", f"set {where}.{key} to {high:,g} or less, {_LIFT}")
 
 
 # A name that becomes a file or folder name (a panel, a run, a task of a suite): one
@@ -211,13 +165,13 @@ def check_name(value: str, where: str, key: str) -> str:
     return value
 
 
-def _component(data: dict[str, Any], where: str, ceilings: bool = True) -> ComponentConfig:
+def _component(data: dict[str, Any], where: str) -> ComponentConfig:
+    """A component's name and its settings as composed; the registered component's
+    settings model checks them when the panel is built (``runner/build.py``)."""
     if not isinstance(data, dict):
         raise InputError(f"configs/{where}", "<group>", "expected a mapping")
     name = _require(data, "name", str, where)
-    params = {k: v for k, v in data.items() if k != "name"}
-    check_ranges(params, where, ceilings=ceilings)
-    return ComponentConfig(name=name, params=params)
+    return ComponentConfig(name=name, params={k: v for k, v in data.items() if k != "name"})
 
 
 def _task_names(data: dict[str, Any], key: str) -> tuple[str, ...]:
@@ -255,17 +209,15 @@ def panel_from_dict(data: dict[str, Any], *, ceilings: bool = True) -> PanelConf
     attempts = _require(data, "attempts", int, where)
     if attempts < 1:
         raise InputError("configs/panel", "attempts", f"{attempts} < 1", "use at least 1")
-    check_ranges({"attempts": attempts}, where, ceilings=ceilings)
+    if attempts > ATTEMPTS_CEILING and ceilings:
+        raise InputError("configs/panel", "attempts", f"{attempts:,} is above the ceiling "
+                         f"{ATTEMPTS_CEILING:,}",
+                         f"set panel.attempts to {ATTEMPTS_CEILING:,} or less, {LIFT}")
     eligible, silent = _task_names(data, "eligible"), _task_names(data, "silent")
     if not eligible and not silent:
         raise InputError("configs/panel", "eligible/silent", "no tasks")
-    check_ranges(dict(data.get("replacement") or {}), "panel.replacement",
-                 ceilings=ceilings)
+    _check_finite(dict(data.get("replacement") or {}), where, "replacement")
     declare = arm_specs_from_dict(data.get("declare"))
-    for name, spec in declare.items():
-        check_ranges(spec.agent, f"panel.declare.{name}.agent", ceilings=ceilings)
-        check_ranges(spec.environment, f"panel.declare.{name}.environment",
-                     ceilings=ceilings)
     both = set(eligible) & set(silent)
     if both:
         raise InputError("configs/panel", "silent", f"{sorted(both)} are also eligible")
@@ -273,7 +225,7 @@ def panel_from_dict(data: dict[str, Any], *, ceilings: bool = True) -> PanelConf
     if size > SCHEDULE_CEILING and ceilings:
         raise InputError("configs/panel", "attempts", f"the panel schedules {size:,} attempts, "
                          f"above the ceiling {SCHEDULE_CEILING:,}",
-                         f"schedule fewer tasks, arms or attempts, {_LIFT}")
+                         f"schedule fewer tasks, arms or attempts, {LIFT}")
     return PanelConfig(
         name=check_name(_require(data, "name", str, where), where, "name"),
         suite=_require(data, "suite", str, where),
@@ -326,9 +278,9 @@ def run_config_from_dict(data: dict[str, Any],
     ceilings = _flag(data, "ceilings", "config.yaml", default=True)
     return RunConfig(
         panel=panel_from_dict(data["panel"], ceilings=ceilings),
-        agent=_component(data["agent"], "agent", ceilings),
-        environment=_component(data["environment"], "environment", ceilings),
-        executor=_component(data["executor"], "executor", ceilings), seed=seed,
+        agent=_component(data["agent"], "agent"),
+        environment=_component(data["environment"], "environment"),
+        executor=_component(data["executor"], "executor"), seed=seed, ceilings=ceilings,
         run=run, results_dir=str(data.get("results_dir", "results")),
         prereg=_optional_text(data, "prereg"),
         analyze=_flag(data, "analyze", "config.yaml", default=True),

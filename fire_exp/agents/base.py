@@ -10,6 +10,7 @@ import numpy as np
 
 from fire_exp.agents.session import AgentSession
 from fire_exp.records import Cause, Usage
+from fire_exp.settings import NoSettings
 
 if TYPE_CHECKING:
     from fire_exp.environments.base import Capability, Environment
@@ -93,6 +94,7 @@ class NopAgent:
 
     name = "nop"
     tier: str | None = None
+    settings_model = NoSettings
 
     def preflight(self, capabilities: Set[Capability]) -> None:
         """Nothing to check."""
@@ -109,6 +111,7 @@ class OracleAgent:
 
     name = "oracle"
     tier: str | None = None
+    settings_model = NoSettings
 
     def preflight(self, capabilities: Set[Capability]) -> None:
         """Nothing to check (a task without a solution fails its own attempt)."""

@@ -28,9 +28,10 @@ from __future__ import annotations
 
 import os
 from collections.abc import Set
-from typing import Any
+from typing import Annotated, Any
 
 import numpy as np
+from pydantic import AfterValidator, Field
 
 from fire_exp.agents.base import AgentOutcome
 from fire_exp.agents.chat_client import (
@@ -45,8 +46,9 @@ from fire_exp.agents.tool_calls import ToolCall, assistant_message, tool_message
 from fire_exp.agents.transcript import Transcript, UsageMeter
 from fire_exp.environments.base import Capability
 from fire_exp.environments.redaction import redact_text
-from fire_exp.errors import InputError, PreflightError, ProtocolError
+from fire_exp.errors import PreflightError, ProtocolError
 from fire_exp.records import Cause
+from fire_exp.settings import Seconds, Settings, ceiling, one_of, setting_error
 
 SYSTEM_PROMPT = (
     "You are an autonomous engineer working in a Linux shell. Use the `bash` tool to run "
@@ -72,6 +74,36 @@ BASH_TOOL: dict[str, Any] = {
         },
     },
 }
+
+
+def _variable_name(value: str) -> str:
+    if value.startswith(("sk-", "Bearer")):
+        raise setting_error("looks like a key, not a variable name",
+                            "put the key in an environment variable and name it here")
+    return value
+
+
+class OpenAISettings(Settings):
+    """``configs/agent/openai.yaml`` (see :class:`OpenAIAgent`)."""
+
+    base_url: str = "https://api.openai.com/v1"
+    model: str = "gpt-4o-mini"
+    api_key_env: Annotated[str, AfterValidator(_variable_name)] = "OPENAI_API_KEY"
+    temperature: Annotated[float, Field(ge=0), ceiling(10)] = 0.0
+    max_tokens: Annotated[int, Field(ge=1), ceiling(10_000_000)] = 2048
+    max_tokens_param: Annotated[str, one_of(*TOKEN_PARAMS)] = "auto"
+    max_steps: Annotated[int, Field(ge=1), ceiling(100_000)] = 40
+    retries: Annotated[int, Field(ge=0), ceiling(100)] = 4
+    backoff_s: Seconds = 1.0
+    request_timeout_s: Seconds = 120.0
+    context_strategy: Annotated[str, one_of(*CONTEXT_STRATEGIES)] = "drop_oldest_tool_outputs"
+    keep_last_messages: int = 4
+    prices: dict[str, dict[str, float]] | None = None
+    tier: str | None = None
+    system_prompt: str | None = None
+
+
+_DEFAULT = OpenAISettings()
 
 
 class OpenAIAgent:
@@ -101,29 +133,21 @@ class OpenAIAgent:
     """
 
     name = "openai"
+    settings_model = OpenAISettings
 
-    def __init__(self, base_url: str = "https://api.openai.com/v1", model: str = "gpt-4o-mini",
-                 api_key_env: str = "OPENAI_API_KEY", temperature: float = 0.0,
-                 max_tokens: int = 2048, max_tokens_param: str = "auto", max_steps: int = 40,
-                 retries: int = 4, backoff_s: float = 1.0, request_timeout_s: float = 120.0,
-                 context_strategy: str = "drop_oldest_tool_outputs",
-                 keep_last_messages: int = 4,
-                 prices: dict[str, dict[str, float]] | None = None, tier: str | None = None,
-                 system_prompt: str | None = None) -> None:
-        where = "configs/agent/openai.yaml"
-        if max_steps < 1:
-            raise InputError(where, "max_steps", f"{max_steps} < 1", "use at least 1")
-        if retries < 0:
-            raise InputError(where, "retries", f"{retries} < 0", "use 0 or more")
-        if api_key_env.startswith(("sk-", "Bearer")):
-            raise InputError(where, "api_key_env", "looks like a key, not a variable name",
-                             "put the key in an environment variable and name it here")
-        if max_tokens_param not in TOKEN_PARAMS:
-            raise InputError(where, "max_tokens_param", f"{max_tokens_param!r} is unknown",
-                             f"use one of {', '.join(TOKEN_PARAMS)}")
-        if context_strategy not in CONTEXT_STRATEGIES:
-            raise InputError(where, "context_strategy", f"{context_strategy!r} is unknown",
-                             f"use one of {', '.join(CONTEXT_STRATEGIES)}")
+    def __init__(self, base_url: str = _DEFAULT.base_url, model: str = _DEFAULT.model,
+                 api_key_env: str = _DEFAULT.api_key_env,
+                 temperature: float = _DEFAULT.temperature,
+                 max_tokens: int = _DEFAULT.max_tokens,
+                 max_tokens_param: str = _DEFAULT.max_tokens_param,
+                 max_steps: int = _DEFAULT.max_steps, retries: int = _DEFAULT.retries,
+                 backoff_s: float = _DEFAULT.backoff_s,
+                 request_timeout_s: float = _DEFAULT.request_timeout_s,
+                 context_strategy: str = _DEFAULT.context_strategy,
+                 keep_last_messages: int = _DEFAULT.keep_last_messages,
+                 prices: dict[str, dict[str, float]] | None = _DEFAULT.prices,
+                 tier: str | None = _DEFAULT.tier,
+                 system_prompt: str | None = _DEFAULT.system_prompt) -> None:
         self.base_url, self.model, self.api_key_env = base_url, model, api_key_env
         self.temperature, self.max_tokens, self.max_steps = temperature, max_tokens, max_steps
         self.max_tokens_param = max_tokens_param

@@ -42,7 +42,7 @@ import time
 from collections.abc import Set
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
 import numpy as np
 
@@ -53,6 +53,7 @@ from fire_exp.environments.base import Capability
 from fire_exp.errors import InputError
 from fire_exp.files import load_yaml
 from fire_exp.records import Usage
+from fire_exp.settings import Seconds, Settings, one_of
 
 TIERS = ("weak", "mid", "strong")
 # Per tier: probability of applying a remedy whose cue is in the text, and of catching a
@@ -155,6 +156,18 @@ def load_script(path: Path) -> Script:
     return Script(tuple(steps), modes)
 
 
+class SimulatedSettings(Settings):
+    """``configs/agent/simulated.yaml`` (see :class:`SimulatedAgent`)."""
+
+    tier: Annotated[str, one_of(*TIERS)] = "mid"
+    uptake: dict[str, float] | None = None
+    self_check: dict[str, float] | None = None
+    think_s: Seconds = 0.0
+
+
+_DEFAULT = SimulatedSettings()
+
+
 class SimulatedAgent:
     """A scripted agent with tier-dependent failure modes and a response to text.
 
@@ -166,11 +179,11 @@ class SimulatedAgent:
     """
 
     name = "simulated"
+    settings_model = SimulatedSettings
 
-    def __init__(self, tier: str = "mid", uptake: dict[str, float] | None = None,
-                 self_check: dict[str, float] | None = None, think_s: float = 0.0) -> None:
-        if tier not in TIERS:
-            raise InputError("agent.tier", tier, "unknown tier", f"use one of {TIERS}")
+    def __init__(self, tier: str = _DEFAULT.tier, uptake: dict[str, float] | None = None,
+                 self_check: dict[str, float] | None = None,
+                 think_s: float = _DEFAULT.think_s) -> None:
         self.tier = tier
         self.uptake = (uptake or DEFAULT_UPTAKE)[tier]
         self.self_check = (self_check or DEFAULT_SELF_CHECK)[tier]

@@ -27,8 +27,26 @@ from pathlib import Path
 from typing import Any
 
 from fire_exp.errors import InputError
+from fire_exp.settings import Seconds, Settings
 
 CLI_MOUNT = "/opt/fire-exp/cli"
+
+
+class InstallSettings(Settings):
+    """An agent config's ``install`` block as written (its keys, types and ranges; the
+    agent's settings model checks it when the panel is built). :class:`InstallSpec` is
+    what :meth:`InstallSpec.from_config` makes of it."""
+
+    script: str | None = None
+    image: str | None = None
+    paths: list[str] = []
+    host_binary: str | None = None
+    network: str | None = "bridge"  # null: the default
+    timeout_s: Seconds | None = 900.0  # null: the default
+
+
+_INSTALL = InstallSettings()
+_NETWORK, _TIMEOUT_S = str(_INSTALL.network), float(_INSTALL.timeout_s or 0)
 
 
 @dataclass(frozen=True)
@@ -39,22 +57,18 @@ class InstallSpec:
     image: str | None = None
     paths: tuple[str, ...] = ()
     host_binary: str | None = None
-    network: str = "bridge"
-    timeout_s: float = 900.0
+    network: str = _NETWORK
+    timeout_s: float = _TIMEOUT_S
 
     @classmethod
     def from_config(cls, raw: Any, where: str) -> InstallSpec:
-        """Read an agent config's ``install`` block; refuse a malformed one by name."""
+        """Read an agent config's ``install`` block (its keys and types checked by the
+        agent's settings model when the panel was built); refuse a malformed one by name."""
         if raw is None:
             return cls()
         if not isinstance(raw, dict):
             raise InputError(where, "install", "must be a mapping",
                              "give one of script, image (+ paths) or host_binary")
-        known = {"script", "image", "paths", "host_binary", "network", "timeout_s"}
-        unknown = sorted(set(raw) - known)
-        if unknown:
-            raise InputError(where, f"install.{unknown[0]}", "unknown key",
-                             f"use {', '.join(sorted(known))}")
         chosen = [k for k in ("script", "image", "host_binary") if raw.get(k)]
         if len(chosen) > 1:
             raise InputError(where, "install", f"gives {' and '.join(chosen)}",
@@ -71,8 +85,8 @@ class InstallSpec:
                              "file on this machine", "point it at the CLI's binary")
         return cls(script=raw.get("script") or None, image=raw.get("image") or None,
                    paths=paths, host_binary=str(Path(binary).resolve()) if binary else None,
-                   network=str(raw.get("network") or "bridge"),
-                   timeout_s=float(raw.get("timeout_s") or 900.0))
+                   network=str(raw.get("network") or _NETWORK),
+                   timeout_s=float(raw.get("timeout_s") or _TIMEOUT_S))
 
     @property
     def method(self) -> str:

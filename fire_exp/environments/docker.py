@@ -40,7 +40,6 @@ from fire_exp.attempt_paths import AGENT_LOGS, TERMINAL_LOG, VERIFIER_LOGS, in_b
 from fire_exp.environments import inbox
 from fire_exp.environments.agent_install import AgentInstall
 from fire_exp.environments.base import (
-    DEFAULT_FETCH_CAP_MB,
     BoxPaths,
     Capability,
     CapturedExec,
@@ -51,7 +50,13 @@ from fire_exp.environments.base import (
 )
 from fire_exp.environments.docker_channel import ExecChannel, ExecStream
 from fire_exp.environments.docker_install import mounts, prepare_cli_image
-from fire_exp.environments.docker_panel import DockerPanel, docker_client, task_image
+from fire_exp.environments.docker_panel import (
+    DOCKER,
+    DockerPanel,
+    DockerSettings,
+    docker_client,
+    task_image,
+)
 from fire_exp.environments.docker_run import archive_stream, run_streamed
 from fire_exp.environments.docker_session import (
     AGENT_DIR,
@@ -66,7 +71,7 @@ from fire_exp.environments.docker_session import (
 from fire_exp.environments.egress import EgressProxy, ensure_egress_network, gateway_of
 from fire_exp.environments.egress_firewall import confine_to_proxy
 from fire_exp.environments.fetch import extract_stream, read_single
-from fire_exp.environments.images import BASE_IMAGE, LABEL, owner_labels, slug
+from fire_exp.environments.images import LABEL, owner_labels, slug
 from fire_exp.environments.session_client import SessionClient, result
 from fire_exp.tasks.model import Task
 
@@ -91,16 +96,18 @@ class DockerEnvironment(DockerPanel):
     """
 
     name = "docker"
+    settings_model = DockerSettings
     capabilities = frozenset({Capability.SERVICES, Capability.NETWORK_POLICY,
                               Capability.EGRESS_ALLOWLIST, Capability.HOOK_RELAY,
                               Capability.INSTALL_AGENT, Capability.AGENT_USER,
                               Capability.IMAGES})
 
     def __init__(self, task: Task, attempt_dir: Path, attempt_id: str, *,
-                 base_image: str = BASE_IMAGE, bootstrap_base: bool = True,
-                 public_network: str = "bridge", pids_limit: int = 4096,
-                 fetch_cap_mb: int = DEFAULT_FETCH_CAP_MB,
-                 keep_container: bool = False) -> None:
+                 base_image: str = DOCKER.base_image,
+                 bootstrap_base: bool = DOCKER.bootstrap_base,
+                 public_network: str = DOCKER.public_network,
+                 pids_limit: int = DOCKER.pids_limit, fetch_cap_mb: int = DOCKER.fetch_cap_mb,
+                 keep_container: bool = DOCKER.keep_container) -> None:
         super().__init__(task, attempt_dir, attempt_id)
         self.base_image = base_image
         self.bootstrap_base = bootstrap_base

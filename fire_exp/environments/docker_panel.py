@@ -11,10 +11,12 @@ import os
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
+
+from pydantic import Field
 
 from fire_exp.environments.agent_install import AgentInstall
-from fire_exp.environments.base import Environment, EnvironmentFailure
+from fire_exp.environments.base import DEFAULT_FETCH_CAP_MB, Environment, EnvironmentFailure
 from fire_exp.environments.docker_install import prepare_cli_image, try_binary
 from fire_exp.environments.egress_firewall import HOW_TO_FIX, cannot_confine
 from fire_exp.environments.images import (
@@ -27,7 +29,32 @@ from fire_exp.environments.images import (
 )
 from fire_exp.environments.upkeep import BootstrapResult, CleanupReport, ImageEntry
 from fire_exp.errors import PreflightError
+from fire_exp.settings import Settings, ceiling
 from fire_exp.tasks.model import Task
+
+
+class DockerSettings(Settings):
+    """``configs/environment/docker.yaml``: the Docker backend's settings, and their
+    defaults, in one place (``DockerEnvironment`` and its class methods take them).
+
+    Attributes:
+        base_image: passed to a task's Dockerfile as build argument ``BASE_IMAGE``.
+        bootstrap_base: build ``fire-exp/base:bookworm`` on first use when it is missing.
+        public_network: the Docker network of tasks whose network mode is ``public``.
+        pids_limit: the most processes a container may hold (a fork bomb stops there).
+        fetch_cap_mb: the most MB of the box's files one attempt brings home.
+        keep_container: leave each attempt's container for inspection (debugging only).
+    """
+
+    base_image: str = BASE_IMAGE
+    bootstrap_base: bool = True
+    public_network: str = "bridge"
+    pids_limit: Annotated[int, Field(ge=1), ceiling(1_000_000)] = 4096
+    fetch_cap_mb: Annotated[int, Field(ge=1)] = DEFAULT_FETCH_CAP_MB
+    keep_container: bool = False
+
+
+DOCKER = DockerSettings()
 
 
 def docker_client() -> Any:
@@ -169,8 +196,8 @@ class DockerPanel(Environment):
 
     @classmethod
     def prepare_agent(cls, install: AgentInstall, tasks: Sequence[Task], *,
-                      base_image: str = BASE_IMAGE, bootstrap_base: bool = True,
-                      **params: Any) -> None:
+                      base_image: str = DOCKER.base_image,
+                      bootstrap_base: bool = DOCKER.bootstrap_base, **params: Any) -> None:
         """Install the CLI into every task's image and try it (:func:`prepare_cli_images`)."""
         prepare_cli_images(install, tasks, base_image, bootstrap_base)
 
@@ -186,8 +213,8 @@ class DockerPanel(Environment):
 
     @classmethod
     def prepare(cls, tasks: Sequence[Task], *, report: Callable[[str], None],
-                base_image: str = BASE_IMAGE, bootstrap_base: bool = True,
-                **params: Any) -> None:
+                base_image: str = DOCKER.base_image,
+                bootstrap_base: bool = DOCKER.bootstrap_base, **params: Any) -> None:
         """Build (or find cached) every task's image before the first attempt."""
         prepare_task_images(tasks, report, base_image, bootstrap_base)
 
@@ -198,7 +225,7 @@ class DockerPanel(Environment):
         return reap_orphans(run_dir, scratch)
 
     @classmethod
-    def engine_identity(cls, *, base_image: str = BASE_IMAGE, **params: Any) -> str:
+    def engine_identity(cls, *, base_image: str = DOCKER.base_image, **params: Any) -> str:
         """The engine's ID, name and data root; PreflightError without the base image."""
         return _identity(base_image)
 

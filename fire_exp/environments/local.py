@@ -45,6 +45,7 @@ from fire_exp.environments.base import (
 from fire_exp.environments.capabilities import network_not_enforced
 from fire_exp.environments.inbox import procs
 from fire_exp.environments.session_client import PipeChannel, SessionClient
+from fire_exp.settings import Settings
 from fire_exp.tasks.model import Task
 
 # Variables of the user's environment that commands may see; everything else (API keys
@@ -85,6 +86,16 @@ def _check_preparable(task: Task) -> None:
             "cannot prepare it; use environment=docker")
 
 
+class LocalSettings(Settings):
+    """``configs/environment/local.yaml`` (see :class:`LocalEnvironment`)."""
+
+    keep_workdir: bool = False
+    allow_network: bool = False
+
+
+_DEFAULT = LocalSettings()
+
+
 class LocalEnvironment(Environment):
     """A working folder and process sessions on this machine (not a sandbox).
 
@@ -100,9 +111,11 @@ class LocalEnvironment(Environment):
     capabilities = frozenset({Capability.SERVICES, Capability.HOST_HOOKS,
                               Capability.HOST_PROGRAMS})
     network_waiver = "allow_network"
+    settings_model = LocalSettings
 
     def __init__(self, task: Task, attempt_dir: Path, attempt_id: str,
-                 keep_workdir: bool = False, allow_network: bool = False) -> None:
+                 keep_workdir: bool = _DEFAULT.keep_workdir,
+                 allow_network: bool = _DEFAULT.allow_network) -> None:
         super().__init__(task, attempt_dir, attempt_id)
         self.keep_workdir = keep_workdir
         self.allow_network = allow_network

@@ -3,10 +3,10 @@
 :func:`build_panel` loads and checks everything the config names and returns a
 :class:`Panel` of built objects: the tasks (with digests), the arms' families, the coding
 portfolio, the parsed analysis plan, the replacement rule, the executor, and the
-factories of agent and environment, whose parameters were checked against their
-constructors. Nothing downstream reads the config's components again: ``Panel.config``
-stays only as the record of what the panel was built from (the preregistration hashes
-it; a Ray worker rebuilds the panel from it).
+factories of agent and environment, whose settings were checked, once, against each
+component's settings model (``fire_exp/settings.py``). Nothing downstream reads the
+config's components again: ``Panel.config`` stays only as the record of what the panel was
+built from (the preregistration hashes it; a Ray worker rebuilds the panel from it).
 
 :func:`prepare_panel` then checks what the agent and the environment need and builds or
 checks every task's image, so a panel that cannot run refuses before its first attempt.
@@ -20,6 +20,7 @@ import platform
 import sys
 from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
 from fire_exp import __version__
 from fire_exp.agents.base import BoxedAgent, preflight_agent
@@ -29,16 +30,16 @@ from fire_exp.analysis.run import resolve_plan
 from fire_exp.arms.build import arm_policies, arm_spec
 from fire_exp.arms.place import arm_setup, check_fair
 from fire_exp.arms.spec import ArmSpec, resolve_agent_config
-from fire_exp.config import ComponentConfig, RunConfig, check_ranges
+from fire_exp.config import ComponentConfig, RunConfig
 from fire_exp.errors import InputError
 from fire_exp.files import load_yaml
 from fire_exp.policies.ablation import ablation_arms
 from fire_exp.policies.loader import load_portfolio
 from fire_exp.registry import REGISTRY
 from fire_exp.runner.model import AgentFactory, EnvironmentFactory, Executor, Panel, Report
-from fire_exp.runner.params import checked_params
 from fire_exp.runner.replacement import ReplacementRule
 from fire_exp.runner.schedule import build_schedule, build_task_block_schedule
+from fire_exp.settings import check_settings
 from fire_exp.tasks.loader import load_task
 from fire_exp.tasks.model import Task
 from fire_exp.tasks.suites import resolve_suite
@@ -46,8 +47,8 @@ from fire_exp.tasks.suites import resolve_suite
 # Panel and its factories are defined in runner/model.py; they are named here too, as the
 # panel this module builds.
 __all__ = ["AgentFactory", "EnvironmentFactory", "Panel", "Report", "agent_factory",
-           "build_panel", "environment_factory", "make_executor", "prepare_environments",
-           "prepare_panel", "versions"]
+           "build_panel", "checked_settings", "environment_factory", "make_executor",
+           "prepare_environments", "prepare_panel", "versions"]
 
 @functools.cache
 def versions() -> dict[str, str]:
@@ -61,31 +62,50 @@ def versions() -> dict[str, str]:
     return found
 
 
-def agent_factory(component: ComponentConfig) -> AgentFactory:
-    """The agent of ``configs/agent/NAME.yaml``; one is made now, so bad settings fail here."""
-    where = f"configs/agent/{component.name}.yaml"
-    make = REGISTRY.get("agent", component.name)
-    factory = AgentFactory(component.name, make, checked_params(make, component.params, where))
+def checked_settings(kind: str, component: ComponentConfig, *, group: str | None = None,
+                     ceilings: bool = True) -> dict[str, Any]:
+    """``component``'s settings, checked once against its registered settings model.
+
+    The settings are returned as composed (not the model's values), so what a component is
+    built from, the records and the preregistration hashes are the config's own.
+
+    Args:
+        kind: ``agent``, ``environment`` or ``executor``.
+        component: its registered name and its settings.
+        group: the dotted config path the fix names (default: ``kind``).
+        ceilings: False lifts the settings' ceilings (``ceilings=false``).
+
+    Raises:
+        InputError: naming ``configs/KIND/NAME.yaml``, the key and the fix.
+    """
+    check_settings(REGISTRY.settings(kind, component.name), component.params,
+                   where=f"configs/{kind}/{component.name}.yaml", group=group or kind,
+                   ceilings=ceilings)
+    return dict(component.params)
+
+
+def agent_factory(component: ComponentConfig, *, group: str = "agent",
+                  ceilings: bool = True) -> AgentFactory:
+    """The agent of ``configs/agent/NAME.yaml``, its settings checked; one is made now, so
+    what only its constructor can check (a binary on this machine) fails here too."""
+    params = checked_settings("agent", component, group=group, ceilings=ceilings)
+    factory = AgentFactory(component.name, REGISTRY.get("agent", component.name), params)
     factory.make()
     return factory
 
 
-def environment_factory(component: ComponentConfig) -> EnvironmentFactory:
-    """The environment backend of ``configs/environment/NAME.yaml``, parameters checked."""
-    where = f"configs/environment/{component.name}.yaml"
-    backend = REGISTRY.get("environment", component.name)
-    params = checked_params(backend, component.params, where, skip=3)
-    return EnvironmentFactory(component.name, backend, params)
+def environment_factory(component: ComponentConfig, *, group: str = "environment",
+                        ceilings: bool = True) -> EnvironmentFactory:
+    """The environment backend of ``configs/environment/NAME.yaml``, its settings checked."""
+    params = checked_settings("environment", component, group=group, ceilings=ceilings)
+    return EnvironmentFactory(component.name, REGISTRY.get("environment", component.name),
+                              params)
 
 
-def make_executor(component: ComponentConfig) -> Executor:
-    """The executor of ``configs/executor/NAME.yaml``."""
-    where = f"configs/executor/{component.name}.yaml"
-    make = REGISTRY.get("executor", component.name)
-    try:
-        executor: Executor = make(**checked_params(make, component.params, where))
-    except ValueError as exc:
-        raise InputError(where, "<params>", str(exc)) from exc
+def make_executor(component: ComponentConfig, *, ceilings: bool = True) -> Executor:
+    """The executor of ``configs/executor/NAME.yaml``, its settings checked."""
+    params = checked_settings("executor", component, ceilings=ceilings)
+    executor: Executor = REGISTRY.get("executor", component.name)(**params)
     return executor
 
 
@@ -121,9 +141,7 @@ def _agent_config_file(path: Path) -> ComponentConfig:
     data = load_yaml(path, "see configs/agent/*.yaml")
     if not isinstance(data, dict) or not isinstance(data.get("name"), str):
         raise InputError(path, "name", "not an agent config", "see configs/agent/*.yaml")
-    params = {k: v for k, v in data.items() if k != "name"}
-    check_ranges(params, f"agent ({path.name})")
-    return ComponentConfig(data["name"], params)
+    return ComponentConfig(data["name"], {k: v for k, v in data.items() if k != "name"})
 
 
 def _arm_components(config: RunConfig, specs: Mapping[str, ArmSpec]
@@ -136,11 +154,13 @@ def _arm_components(config: RunConfig, specs: Mapping[str, ArmSpec]
                 base = config.agent if spec.agent_config is None else \
                     _agent_config_file(resolve_agent_config(spec.agent_config, name))
                 agents[name] = agent_factory(ComponentConfig(
-                    base.name, {**base.params, **spec.agent}))
+                    base.name, {**base.params, **spec.agent}),
+                    group=f"panel.declare.{name}.agent", ceilings=config.ceilings)
             if spec.environment:
                 environments[name] = environment_factory(ComponentConfig(
                     config.environment.name,
-                    {**config.environment.params, **spec.environment}))
+                    {**config.environment.params, **spec.environment}),
+                    group=f"panel.declare.{name}.environment", ceilings=config.ceilings)
         except InputError as exc:  # name the arm whose parameters the component refused
             raise InputError("configs/panel", f"declare.{name}", str(exc)) from None
     return agents, environments
@@ -171,9 +191,11 @@ def build_panel(config: RunConfig) -> Panel:
         arms={arm: arm_policies(spec, portfolio, controls) for arm, spec in specs.items()},
         setups=setups, arm_agents=arm_agents, arm_environments=arm_environments,
         analysis_plan=plan_path, plan=plan,
-        replacement=ReplacementRule.from_config(pc.replacement, where),
-        agent=agent_factory(config.agent), environment=environment_factory(config.environment),
-        executor=make_executor(config.executor),
+        replacement=ReplacementRule.from_config(pc.replacement, where,
+                                                ceilings=config.ceilings),
+        agent=agent_factory(config.agent, ceilings=config.ceilings),
+        environment=environment_factory(config.environment, ceilings=config.ceilings),
+        executor=make_executor(config.executor, ceilings=config.ceilings),
         schedule=schedule(pc.tasks, arm_names, pc.attempts, config.seed), config=config)
 
 

@@ -11,6 +11,9 @@ attempt store. ``on_start`` runs in the driver's thread too, before the job is s
 from __future__ import annotations
 
 import concurrent.futures as cf
+from typing import Annotated
+
+from pydantic import Field
 
 from fire_exp.environments.base import Environment
 from fire_exp.errors import ProtocolError
@@ -18,8 +21,20 @@ from fire_exp.records import AttemptRecord, Cause
 from fire_exp.runner.execute import execute
 from fire_exp.runner.job_records import harness_failure
 from fire_exp.runner.model import AttemptJob, JobQueue, OnDone, OnStart, Panel
+from fire_exp.settings import Settings, ceiling
 
 GRACE_S = 2.0  # after Ctrl-C, how long attempts may take to notice before they are torn down
+
+Workers = Annotated[int, Field(ge=1), ceiling(256)]
+
+
+class LocalExecutorSettings(Settings):
+    """``configs/executor/local.yaml``: attempts in flight at once on this machine."""
+
+    workers: Workers = 2
+
+
+_LOCAL = LocalExecutorSettings()
 
 
 class LocalExecutor:
@@ -30,10 +45,9 @@ class LocalExecutor:
     """
 
     name = "local"
+    settings_model = LocalExecutorSettings
 
-    def __init__(self, workers: int = 2, **_: object) -> None:
-        if workers < 1:
-            raise ValueError("executor.workers must be at least 1")
+    def __init__(self, workers: int = _LOCAL.workers) -> None:
         self.workers = workers
 
     def run(self, panel: Panel, queue: JobQueue, on_start: OnStart, on_done: OnDone) -> None:

@@ -31,7 +31,9 @@ import time
 from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
+
+from pydantic import Field
 
 from fire_exp.config import RunConfig
 from fire_exp.environments.inbox.procs import is_alive
@@ -39,6 +41,7 @@ from fire_exp.errors import FireExpError, PreflightError, ProtocolError
 from fire_exp.records import INFRASTRUCTURE_CAUSES, AttemptRecord, Cause
 from fire_exp.runner.cleanup import reap
 from fire_exp.runner.execute import execute
+from fire_exp.runner.executors import Workers
 from fire_exp.runner.job_records import harness_failure
 from fire_exp.runner.model import AttemptJob, JobQueue, OnDone, OnStart, Panel, Report
 from fire_exp.runner.ray_nodes import (
@@ -55,6 +58,7 @@ from fire_exp.runner.ray_nodes import (
 from fire_exp.runner.store import sync_tree
 from fire_exp.runner.validity import LOAD_FAILED
 from fire_exp.runner.worker_panel import panel_digest, worker_panel
+from fire_exp.settings import Settings, ceiling
 
 CANCEL_WAIT_S = 60.0  # how long cancelled attempts may take to tear down their environment
 
@@ -120,6 +124,18 @@ def sweep_node(config: RunConfig, digest: str) -> int:
     return len(killed) + containers
 
 
+class RayExecutorSettings(Settings):
+    """``configs/executor/ray.yaml`` (see :class:`RayExecutor`)."""
+
+    address: str | None = None
+    workers: Workers = 2
+    cpus_per_attempt: Annotated[float, Field(ge=1), ceiling(1024)] = 1.0
+    per_node: Annotated[int, Field(ge=1)] | None = None
+
+
+_RAY = RayExecutorSettings()
+
+
 class RayExecutor:
     """Attempts as Ray tasks.
 
@@ -134,14 +150,11 @@ class RayExecutor:
     """
 
     name = "ray"
+    settings_model = RayExecutorSettings
 
-    def __init__(self, address: str | None = None, workers: int = 2,
-                 cpus_per_attempt: float = 1.0, per_node: int | None = None,
-                 **_: object) -> None:
-        if workers < 1:
-            raise ValueError("executor.workers must be at least 1")
-        if per_node is not None and per_node < 1:
-            raise ValueError("executor.per_node must be at least 1 (or null)")
+    def __init__(self, address: str | None = _RAY.address, workers: int = _RAY.workers,
+                 cpus_per_attempt: float = _RAY.cpus_per_attempt,
+                 per_node: int | None = _RAY.per_node) -> None:
         self.address, self.workers, self.cpus = address, workers, cpus_per_attempt
         self.per_node = per_node
         self._owns_ray = False

@@ -27,6 +27,9 @@ from fire_exp.records import REPLACEABLE_CAUSES, AttemptRecord, Cause
 from fire_exp.runner.schedule import ScheduledAttempt
 
 SEPARATOR = "#"
+# More replacements than this is far more likely a typo than a rule (each one is a whole
+# attempt's cost); ``ceilings=false`` lifts it on purpose.
+MAX_REPLACEMENTS_CEILING = 10
 
 
 @dataclass(frozen=True)
@@ -37,11 +40,13 @@ class ReplacementRule:
     causes: frozenset[Cause] = frozenset()
 
     @classmethod
-    def from_config(cls, block: Mapping[str, Any], where: str = "configs/panel") -> ReplacementRule:
+    def from_config(cls, block: Mapping[str, Any], where: str = "configs/panel", *,
+                    ceilings: bool = True) -> ReplacementRule:
         """Check and convert the panel's ``replacement:`` block (empty: never replace).
 
         Raises:
-            InputError: an unknown key, a negative count, or a cause that is not replaceable.
+            InputError: an unknown key, a negative count, a count above the ceiling (unless
+                ``ceilings`` is false), or a cause that is not replaceable.
         """
         unknown = set(block) - {"max_replacements", "causes"}
         if unknown:
@@ -51,6 +56,12 @@ class ReplacementRule:
         if isinstance(count, bool) or not isinstance(count, int) or count < 0:
             raise InputError(where, "replacement.max_replacements",
                              f"expected a whole number >= 0, got {count!r}")
+        if count > MAX_REPLACEMENTS_CEILING and ceilings:
+            raise InputError(where, "replacement.max_replacements",
+                             f"{count:,} is above the ceiling {MAX_REPLACEMENTS_CEILING}",
+                             f"set panel.replacement.max_replacements to "
+                             f"{MAX_REPLACEMENTS_CEILING} or less, or set ceilings=false to "
+                             "lift the ceiling on purpose")
         causes: set[Cause] = set()
         names = block.get("causes") or []
         if not isinstance(names, list | tuple):  # a string would be read letter by letter

@@ -19,7 +19,6 @@ from typing import Any
 
 import pytest
 
-from fire_exp.agents.coding_agents import ClaudeCodeAgent
 from fire_exp.environments.agent_install import InstallSpec
 from fire_exp.environments.docker_install import mounts
 from fire_exp.environments.egress import EgressProxy, parse_endpoint
@@ -185,8 +184,13 @@ def test_the_settings_point_every_hook_at_the_shim() -> None:
     ({"scirpt": "npm i"}, "install.scirpt"),
 ])
 def test_a_bad_install_block_is_refused_by_name(raw: dict[str, Any], field: str) -> None:
+    """Refused where the agent is built: its keys by the settings model, what only the
+    machine can tell (the binary) by the constructor the build calls."""
+    from fire_exp.config import ComponentConfig
+    from fire_exp.runner.build import agent_factory
+
     with pytest.raises(InputError) as err:
-        ClaudeCodeAgent(install=raw)
+        agent_factory(ComponentConfig("claude-code", {"install": raw}))
     assert err.value.field == field and "configs/agent/claude-code.yaml" in str(err.value)
 
 

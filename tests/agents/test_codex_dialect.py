@@ -91,7 +91,6 @@ def test_a_local_model_codex_cannot_describe_is_refused_before_the_panel(
 
 
 def test_instructions_replace_codexs_own_through_its_model_instructions_file() -> None:
-    from fire_exp.agents.coding_agents import CodexAgent
     from fire_exp.errors import InputError
 
     dialect = Codex(instructions="Run shell commands, then stop.")
@@ -105,5 +104,8 @@ def test_instructions_replace_codexs_own_through_its_model_instructions_file() -
     assert set(stock.files("/a", None)) == {"/a/codex-home/config.toml"}
     assert "-c" not in stock.argv("codex", "Do it.", workdir="/app", agent_dir="/a",
                                   model="m", args=[], hooked=False)
-    with pytest.raises(InputError, match="instructions.*empty"):
-        CodexAgent(instructions="  ")
+    from fire_exp.config import ComponentConfig
+    from fire_exp.runner.build import agent_factory
+
+    with pytest.raises(InputError, match="^configs/agent/codex.yaml: instructions: empty"):
+        agent_factory(ComponentConfig("codex", {"instructions": "  "}))

@@ -212,9 +212,12 @@ def test_a_failed_key_is_redacted_from_the_error(fake_key, run_task: RunFn) -> N
 
 
 def test_a_key_in_the_variable_name_slot_is_refused() -> None:
+    from fire_exp.config import ComponentConfig
     from fire_exp.errors import InputError
+    from fire_exp.runner.build import agent_factory
 
-    with pytest.raises(InputError, match="api_key_env"):
-        OpenAIAgent(api_key_env="sk-live-123")
+    with pytest.raises(InputError, match="^configs/agent/openai.yaml: api_key_env: looks like "
+                       "a key, not a variable name"):
+        agent_factory(ComponentConfig("openai", {"api_key_env": "sk-live-123"}))
 
 

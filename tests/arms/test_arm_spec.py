@@ -61,9 +61,21 @@ def test_a_malformed_declaration_is_refused_naming_its_field(data, field) -> Non
     assert err.value.field == field
 
 
-def test_an_agent_parameter_out_of_range_is_refused_where_it_enters() -> None:
-    with pytest.raises(InputError, match="temperature"):
-        panel_from_dict({**PANEL, "declare": {"a": {"agent": {"temperature": -1}}}})
+def test_an_agent_parameter_out_of_range_is_refused_where_the_arms_agent_is_built() -> None:
+    """The bottom layer knows no agent's keys; the arm's agent is built with the panel,
+    its settings checked by the agent's model, naming the arm's path."""
+    from fire_exp.config import run_config_from_dict
+    from fire_exp.runner.build import build_panel
+
+    panel = {**PANEL, "declare": {"a": {"agent": {"temperature": -1}}, "b": None}}
+    config = run_config_from_dict({"panel": panel, "agent": {"name": "openai"},
+                                   "environment": {"name": "local"},
+                                   "executor": {"name": "local"}, "run": "r"})
+    with pytest.raises(InputError) as err:
+        build_panel(config)
+    assert str(err.value) == (
+        "configs/panel: declare.a: configs/agent/openai.yaml: temperature: -1 is below 0 "
+        "(set panel.declare.a.agent.temperature to 0 or more)")
 
 
 def test_destinations_are_normalized() -> None:

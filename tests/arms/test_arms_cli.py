@@ -18,7 +18,11 @@ SMALL = ["panel=agents-md", "panel.eligible=[serve-status-page]",
     ("panel.arms=[agents_md,nofile]", "unknown arm 'nofile' (did you mean 'no_file'?"),
     ("+panel.declare.agents_md.environment={base_image: x}",
      "declare.agents_md.environment.base_image: not an environment setting an arm may change"),
-    ("+panel.declare.no_file.agent={temperature: -1}", "temperature: -1 is below 0"),
+    ("+panel.declare.no_file.agent={think_s: -1}",
+     "declare.no_file: configs/agent/simulated.yaml: think_s: -1 is below 0 "
+     "(set panel.declare.no_file.agent.think_s to 0 or more)"),
+    # the panel's agent (simulated) takes no temperature: named as unknown, not a range
+    ("+panel.declare.no_file.agent={temperature: -1}", "temperature: unknown parameter"),
     ("+panel.declare.no_file.agent={tmperature: 1}", "tmperature"),
 ])
 def test_a_bad_declaration_is_one_line_and_records_nothing(tmp_path: Path, override: str,

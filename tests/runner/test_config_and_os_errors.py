@@ -37,25 +37,28 @@ def one_line_error(proc: subprocess.CompletedProcess[str]) -> str:
 
 
 @pytest.mark.parametrize(("override", "says"), [
-    ("executor.workers=0", "configs/executor: workers: 0 is below 1"),
+    ("executor.workers=0", "configs/executor/local.yaml: workers: 0 is below 1 "
+     "(set executor.workers to 1 or more)"),
     ("seed=-1", "configs/config.yaml: seed: -1 is negative"),
-    ("agent.think_s=-5", "configs/agent: think_s: -5 is below 0"),
+    ("agent.think_s=-5", "configs/agent/simulated.yaml: think_s: -5 is below 0 "
+     "(set agent.think_s to 0 or more)"),
     ("environment=docker environment.pids_limit=0",
-     "configs/environment: pids_limit: 0 is below 1"),
-    ("agent.think_s=soon", "think_s: expected a number"),
+     "configs/environment/docker.yaml: pids_limit: 0 is below 1"),
+    ("agent.think_s=soon", "think_s: expected a number, got 'soon'"),
     ("panel.attempts=0", "attempts: 0 < 1"),
     # finite, and under a ceiling unless ceilings=false lifts it
-    ("agent.think_s=inf", "configs/agent: think_s: inf is not a finite number"),
-    ("agent.think_s=nan", "configs/agent: think_s: nan is not a finite number"),
+    ("agent.think_s=inf", "configs/agent/simulated.yaml: think_s: inf is not a finite number"),
+    ("agent.think_s=nan", "configs/agent/simulated.yaml: think_s: nan is not a finite number"),
     ("agent.think_s=100000", "think_s: 100,000 is above the ceiling 86,400"),
     ("panel.attempts=1000000", "attempts: 1,000,000 is above the ceiling 100"),
     ("executor.workers=100000", "workers: 100,000 is above the ceiling 256"),
     ("panel.replacement.max_replacements=1000",
-     "max_replacements: 1,000 is above the ceiling 10"),
+     "configs/panel/demo.yaml: replacement.max_replacements: 1,000 is above the ceiling 10"),
     ("agent=claude-code agent.install.timeout_s=-5",
-     "configs/agent.install: timeout_s: -5 is below 0"),
+     "configs/agent/claude-code.yaml: install.timeout_s: -5 is below 0"),
     ("agent=claude-code agent.install.timeout_s=1e9",
-     "configs/agent.install: timeout_s: 1,000,000,000.0 is above the ceiling 86,400"),
+     "configs/agent/claude-code.yaml: install.timeout_s: 1,000,000,000.0 is above the "
+     "ceiling 86,400"),
     ("analyze=maybe", "configs/config.yaml: analyze: expected true or false, got 'maybe'"),
     ("ceilings=no", "ceilings: expected true or false, got 'no'"),
     # listed twice
@@ -173,8 +176,9 @@ def test_a_full_disk_stops_the_run_with_one_line_and_keeps_what_finished(
 
 
 def test_ceilings_false_lifts_the_ceilings_but_not_finiteness() -> None:
-    from fire_exp.config import run_config_from_dict
+    from fire_exp.config import ComponentConfig, run_config_from_dict
     from fire_exp.errors import InputError
+    from fire_exp.runner.build import agent_factory
 
     def config(**extra: object) -> dict[str, object]:
         return {"panel": {"name": "p", "suite": "s", "eligible": ["t"], "arms": ["real"],
@@ -182,14 +186,17 @@ def test_ceilings_false_lifts_the_ceilings_but_not_finiteness() -> None:
                 "agent": {"name": "simulated", "think_s": 1e6}, "environment": {"name": "local"},
                 "executor": {"name": "local"}, "run": "r", **extra}
 
-    with pytest.raises(InputError, match="above the ceiling"):
+    with pytest.raises(InputError, match="attempts: 1,000 is above the ceiling"):
         run_config_from_dict(config())
     lifted = run_config_from_dict(config(ceilings=False))
-    assert lifted.panel.attempts == 1000 and lifted.agent.params["think_s"] == 1e6
-    infinite = config(ceilings=False)
-    infinite["agent"] = {"name": "simulated", "think_s": float("inf")}
-    with pytest.raises(InputError, match="not a finite number"):
-        run_config_from_dict(infinite)
+    assert lifted.panel.attempts == 1000 and lifted.ceilings is False
+    # the agent's settings, where the agent is built: the same permission
+    with pytest.raises(InputError, match="think_s: 1,000,000.0 is above the ceiling"):
+        agent_factory(lifted.agent)
+    assert agent_factory(lifted.agent, ceilings=lifted.ceilings).params["think_s"] == 1e6
+    for infinite in (float("inf"), float("nan")):
+        with pytest.raises(InputError, match="not a finite number"):
+            agent_factory(ComponentConfig("simulated", {"think_s": infinite}), ceilings=False)
 
 
 @pytest.mark.parametrize(("override", "meant"), [

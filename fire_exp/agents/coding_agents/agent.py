@@ -58,6 +58,7 @@ from fire_exp.agents.coding_agents.reach import (
     ca_bundle_path,
     ca_placement,
 )
+from fire_exp.agents.coding_agents.settings import CodingCliSettings
 from fire_exp.agents.coding_agents.unreached import (
     egress_summary,
     model_answered,
@@ -82,6 +83,7 @@ _PACKAGE_PARENT = str(Path(fire_exp.__file__).resolve().parent.parent)
 _NO_KEY = "fire-exp-no-key"
 _KEPT = 4000
 _CHECK_S = 30.0
+_CLI = CodingCliSettings()  # the defaults
 
 
 @dataclass(frozen=True)
@@ -170,14 +172,17 @@ class CodingCliAgent:
 
     name = "coding-cli"
     dialect: CliDialect
+    settings_model: type[CodingCliSettings] = CodingCliSettings
 
-    def __init__(self, binary: str | None = None, model: str | None = None,
-                 args: Sequence[str] = (), env_passthrough: Sequence[str] = (),
-                 prices: dict[str, dict[str, float]] | None = None, hook_timeout_s: int = 60,
-                 tier: str | None = None, install: dict[str, Any] | None = None,
-                 egress: Sequence[str] = (), user: str | None = "fire-agent",
-                 base_url: str | None = None, api_key_env: str | None = None,
-                 ca_bundle: str | None = None) -> None:
+    def __init__(self, binary: str | None = _CLI.binary, model: str | None = _CLI.model,
+                 args: Sequence[str] = _CLI.args,
+                 env_passthrough: Sequence[str] = _CLI.env_passthrough,
+                 prices: dict[str, dict[str, float]] | None = _CLI.prices,
+                 hook_timeout_s: int = _CLI.hook_timeout_s, tier: str | None = _CLI.tier,
+                 install: dict[str, Any] | None = None, egress: Sequence[str] = _CLI.egress,
+                 user: str | None = _CLI.user, base_url: str | None = _CLI.base_url,
+                 api_key_env: str | None = _CLI.api_key_env,
+                 ca_bundle: str | None = _CLI.ca_bundle) -> None:
         where = f"configs/agent/{self.name}.yaml"
         self.host_binary = host_binary(self.name, binary)  # None: not on this machine
         self.binary = binary or self.host_binary or self.dialect.default_binary

@@ -37,11 +37,11 @@ from fire_exp.agents.coding_agents.dialect import (
     json_objects,
     unwrap_shell,
 )
+from fire_exp.agents.coding_agents.settings import CodexSettings
 from fire_exp.agents.session import AgentSession
 from fire_exp.attempt_paths import AttemptPaths
 from fire_exp.environments.base import CapturedExec, Environment
 from fire_exp.environments.failure import EnvironmentFailure
-from fire_exp.errors import InputError
 from fire_exp.policies.hook_settings import CODEX_HOOKS_FEATURE, MATCHERS
 
 HOME = "codex-home"
@@ -170,13 +170,11 @@ class CodexAgent(CodingCliAgent):
 
     name = "codex"
     dialect = Codex()
+    settings_model = CodexSettings
 
     def __init__(self, *args: Any, instructions: str | None = None, **kwargs: Any) -> None:
         """As :class:`CodingCliAgent`, and ``instructions``: the model's base instructions
         in place of Codex's own (``agent.instructions``; None: Codex's; :class:`Codex`)."""
-        if instructions is not None and not str(instructions).strip():
-            raise InputError("configs/agent/codex.yaml", "instructions",
-                             "empty base instructions", "give a text, or null for Codex's own")
         self.instructions = instructions
         super().__init__(*args, **kwargs)
 
