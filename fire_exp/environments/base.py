@@ -126,6 +126,8 @@ class BoxPaths:
     tests: str
     solution: str
     agent: str  # a coding-agent CLI's settings and output; no task reads it
+    # fire-exp's own folder (the hook spool of a box with no stream); not the agent's
+    harness: str = "/opt/fire-exp"
 
 
 DEFAULT_FETCH_CAP_MB = 256
@@ -265,14 +267,16 @@ class Environment(ABC):
     def hook_transport(self, endpoint: HookEndpoint) -> HookTransport:
         """How a coding-agent CLI in this box reaches the arm's hooks (``HOST_HOOKS``: the
         CLI runs fire-exp's hook command on this machine; ``HOOK_RELAY``: a shim in the box
-        and a relay over :meth:`open_stream`, answered in this process)."""
-        from fire_exp.environments.hook_transport import HostHooks, RelayHooks
+        and a relay over :meth:`open_stream`; neither: the same shim, its requests and
+        answers moved by one-shot :meth:`run` calls in :attr:`BoxPaths.harness`). The
+        last two are answered in this process."""
+        from fire_exp.environments.hook_transport import FileHooks, HostHooks, RelayHooks
 
         if Capability.HOST_HOOKS in self.capabilities:
             return HostHooks(endpoint)
         if Capability.HOOK_RELAY in self.capabilities:
             return RelayHooks.open(self, endpoint)
-        raise self._lacks(Capability.HOOK_RELAY)
+        return FileHooks.open_spool(self, endpoint, self.paths.harness)
 
     def open_stream(self, argv: Sequence[str]) -> LineStream:
         """``HOOK_RELAY``: start ``argv`` in the box with its stdin and stdout as a line

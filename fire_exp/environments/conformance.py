@@ -5,7 +5,9 @@ A backend proves itself by passing these checks, not by being special-cased upst
 takes a *started* box of the backend and raises :class:`ConformanceError` saying what
 broke; :func:`self_check` runs them all, each in a fresh box. The checks use the contract
 alone (``exec``, ``end_agent_session``, ``run``, the archive methods, ``paths``), plus, for
-the watchdog, the box's session client (``session``: a backend built on the session host).
+the watchdog, the box's session client (``session``: a backend built on the session host),
+and, for the hook spool, the hook transport every box can run (``FileHooks``: one-shot
+``run`` and ``write_file`` alone).
 
 Processes are found with ``ps -eo args=`` through ``run``, by command lines unique to this
 process (a ``sleep`` of a length derived from its pid), since on a shared machine ``ps``
@@ -22,13 +24,17 @@ Example, in a backend's tests::
 from __future__ import annotations
 
 import itertools
+import json
 import os
+import shlex
+import threading
 import time
 from collections.abc import Callable, Iterable
 from pathlib import Path
 from tempfile import TemporaryDirectory
 
 from fire_exp.environments.base import Environment, EnvironmentFailure
+from fire_exp.environments.hook_transport import FileHooks, HookEndpoint
 
 Check = Callable[[Environment], None]
 WATCHDOG_WAIT_S = 60.0  # the most a watchdog may take to end the attempt (a lease, a poll)
@@ -186,6 +192,43 @@ def check_watchdog_ends_the_attempt_when_the_harness_is_gone(env: Environment) -
     except EnvironmentFailure:
         return
     raise ConformanceError("exec after the harness was gone did not raise")
+
+
+def check_hook_spool_answers_each_call_and_fails_closed(env: Environment) -> None:
+    """The hook transport of a box with no stream (``FileHooks``): two hook calls at once
+    in the box each get their own answer from this process; what the transport saw is
+    written on the host; once it is closed a call gets no answer and the shim fails
+    (exit 1, nothing on stdout: a non-blocking error the reconciliation names, never an
+    answer and never exit 2, which would block the agent)."""
+    asked: list[tuple[str, bytes]] = []
+    lock = threading.Lock()
+
+    def answer(event: str, payload: bytes) -> str:
+        with lock:
+            asked.append((event, payload))
+        return f"{event} got {payload.decode()}"
+
+    hooks = FileHooks.open_spool(env, HookEndpoint(host_command=str, answer=lambda: answer),
+                                 env.paths.harness)
+    outs = [shlex.quote(f"{env.paths.harness}/hook-check-{n}") for n in "ab"]
+    calls = " & ".join(f"printf {word} | {hooks.command(event)} > {out}" for event, word, out
+                       in (("PreToolUse", "one", outs[0]), ("Stop", "two", outs[1])))
+    try:
+        both = env.run(f"{calls} & wait; cat {outs[0]}; echo; cat {outs[1]}; rm -f {' '.join(outs)}",
+                       60.0, cwd="/")
+    finally:
+        hooks.close()
+    _expect(both.stdout.split("\n") == ["PreToolUse got one", "Stop got two"],
+            f"the hook calls' answers: {both.stdout!r} {both.stderr[-300:]!r}")
+    _expect(sorted(asked) == [("PreToolUse", b"one"), ("Stop", b"two")],
+            f"what reached the policies: {asked}")
+    report = json.loads(env.files.hook_channel.read_text())
+    _expect((report["requests"], report["answered"], report["tamper"]) == (2, 2, []),
+            f"the channel's record on the host: {report}")
+    late = env.run(f"printf three | FIRE_HOOK_WAIT_S=1 {hooks.command('PreToolUse')}", 60.0,
+                   cwd="/")
+    _expect(late.exit_code == 1 and late.stdout == "" and len(asked) == 2,
+            f"a hook call after the transport closed: {late}")
 
 
 CHECKS: dict[str, Check] = {

@@ -116,7 +116,7 @@ class LocalEnvironment(Environment):
     def paths(self) -> BoxPaths:
         return BoxPaths(workdir=str(self.box / "work"), logs=str(self.files.logs),
                         tests=str(self.box / "tests"), solution=str(self.box / "solution"),
-                        agent=str(self.files.hooks))
+                        agent=str(self.files.hooks), harness=str(self.box / "fire-exp"))
 
     def env(self) -> dict[str, str]:
         """The environment every command of the attempt gets."""
