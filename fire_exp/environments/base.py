@@ -3,12 +3,15 @@
 An environment is one attempt's box. Its lifecycle, in order::
 
     start()                 build/prepare the box; raises EnvironmentFailure
-    exec(command, timeout)  run one agent command in the agent's session
-    end_agent_session()     the agent is done: what it left attached to its session dies
+    exec(command, timeout)  run one agent command in the command session
+    end_command_session()   the agent is done: what it left attached to that session dies
     run_verifier()          the verifier, written once on this contract
     stop()                  remove everything the attempt started; idempotent, never raises
 
-Besides the agent's session a box runs processes of its own (``run``: the verifier, a
+The command session is the POSIX process session the agent's commands run in (the
+session host's, ``inbox/session_host.py``), ended as a closing terminal ends its own; it
+is not the ``AgentSession`` an agent acts through (``agents/session.py``). Besides the
+command session a box runs processes of its own (``run``: the verifier, a
 coding-agent CLI's checks, housekeeping), and moves files both ways as archives
 (``put_archive``/``get_archive``; ``upload``, ``download``, ``write_file`` and ``read_file``
 are built on them). What a backend can do beyond that it declares in ``capabilities``
@@ -185,8 +188,9 @@ class Environment(ABC):
         """
 
     @abstractmethod
-    def end_agent_session(self) -> SessionEnd:
-        """End the agent's session: kill what is still attached to it; detached work lives."""
+    def end_command_session(self) -> SessionEnd:
+        """End the command session (the POSIX session the agent's commands ran in) as a
+        closing terminal does: kill what is still attached to it; detached work lives."""
 
     @abstractmethod
     def run(self, command: str, timeout: float, *, env: Mapping[str, str] | None = None,

@@ -4,7 +4,7 @@ A backend proves itself by passing these checks, not by being special-cased upst
 (inspect_ai's ``SandboxEnvironment`` ships the same idea as ``self_check``). Each check
 takes a *started* box of the backend and raises :class:`ConformanceError` saying what
 broke; :func:`self_check` runs them all, each in a fresh box. The checks use the contract
-alone (``exec``, ``end_agent_session``, ``run``, the archive methods, ``paths``), plus, for
+alone (``exec``, ``end_command_session``, ``run``, the archive methods, ``paths``), plus, for
 the watchdog, the box's session client (``session``: a backend built on the session host),
 and, for the hook spool, the hook transport every box can run (``FileHooks``: one-shot
 ``run`` and ``write_file`` alone).
@@ -107,7 +107,7 @@ def check_exec_past_its_timeout_is_killed(env: Environment) -> None:
 
 
 def check_hangup_ends_attached_work_only(env: Environment) -> None:
-    """``end_agent_session``: what is attached to the session dies (a plain ``&``, a
+    """``end_command_session``: what is attached to the session dies (a plain ``&``, a
     ``setsid`` child on the session's streams, a job that dies of SIGHUP); what was
     detached (``nohup`` or ``setsid`` with redirected streams) survives; twice is harmless."""
     n = _sleep_length()
@@ -120,12 +120,12 @@ def check_hangup_ends_attached_work_only(env: Environment) -> None:
         _expect(env.exec(command.format(length), 30.0).exit_code == 0, f"{command} failed")
     _expect(all(_sleeping(env, length) for length in commands),
             "the background jobs did not start")
-    end = env.end_agent_session()
+    end = env.end_command_session()
     for length, (command, survives) in commands.items():
         _expect(_sleeping(env, length) == survives,
                 f"{command.format(length)!r} {'died' if survives else 'survived'} the hangup")
     _expect(len(end.survivors) == 2, f"survivors named: {end.survivors}")
-    _expect(env.end_agent_session().survivors == [], "ending the session twice did harm")
+    _expect(env.end_command_session().survivors == [], "ending the session twice did harm")
 
 
 def check_run_stays_out_of_the_agents_session(env: Environment) -> None:
@@ -134,7 +134,7 @@ def check_run_stays_out_of_the_agents_session(env: Environment) -> None:
     env.exec(f"sleep {n} > /dev/null 2>&1 &", 30.0)
     ran = env.run(f"sleep {n + 1} > /dev/null 2>&1 < /dev/null & echo started", 30.0)
     _expect(ran.stdout == "started\n", f"run's output: {ran.stdout!r}")
-    env.end_agent_session()
+    env.end_command_session()
     _expect(not _sleeping(env, n), "the session's job survived its end")
     _expect(_sleeping(env, n + 1), "run's job died with the agent's session")
 

@@ -329,7 +329,7 @@ class DockerEnvironment(DockerPanel):
     def _oom_kills(self) -> int | None:
         return oom_kills(self._sh)
 
-    def end_agent_session(self) -> SessionEnd:
+    def end_command_session(self) -> SessionEnd:
         session, self.session = self.session, None
         if session is None:
             return SessionEnd()

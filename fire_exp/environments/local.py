@@ -186,7 +186,7 @@ class LocalEnvironment(Environment):
             raise EnvironmentFailure("the agent's session has ended")
         return self.session
 
-    def end_agent_session(self) -> SessionEnd:
+    def end_command_session(self) -> SessionEnd:
         session, self.session = self.session, None
         if session is None or self._host is None or self._host.poll() is not None:
             return SessionEnd()

@@ -167,7 +167,7 @@ class OneShotBox(Environment):
         return self.session.exec(command, timeout, cwd=self.paths.workdir,
                                  env_extra=dict(env or {}))
 
-    def end_agent_session(self) -> SessionEnd:
+    def end_command_session(self) -> SessionEnd:
         session, self.session = self.session, None
         return SessionEnd() if session is None else session.hangup()
 

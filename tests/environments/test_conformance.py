@@ -57,14 +57,14 @@ def test_the_registered_one_shot_box_is_the_one_file_backend(tmp_path: Path) -> 
 class NoHangup(LocalEnvironment):
     """A backend that breaks one promise: its session's end kills nothing."""
 
-    def end_agent_session(self):  # type: ignore[no-untyped-def]
+    def end_command_session(self):  # type: ignore[no-untyped-def]
         session, self.session = self.session, None
         assert session is not None
         session.request({"op": "ping"}, 10.0)
         self._host.kill()  # type: ignore[union-attr]
         self._host.wait()  # type: ignore[union-attr]
         self._host = None
-        return super().end_agent_session()
+        return super().end_command_session()
 
 
 def test_the_kit_names_a_backend_that_breaks_a_promise(tmp_path: Path) -> None:
