@@ -50,8 +50,8 @@ from fire_exp.environments.base import (
     Stream,
 )
 from fire_exp.environments.docker_channel import ExecChannel, ExecStream
+from fire_exp.environments.docker_engine import DockerEngine, docker_client, task_image
 from fire_exp.environments.docker_install import mounts, prepare_cli_image
-from fire_exp.environments.docker_panel import DockerPanel, docker_client, task_image
 from fire_exp.environments.docker_run import archive_stream, run_streamed
 from fire_exp.environments.docker_session import (
     AGENT_DIR,
@@ -75,7 +75,7 @@ HOST_PATH = f"{HOST_DIR}/session_host.py"
 LOGS, TESTS, SOLUTION, PORT = "/logs", "/tests", "/solution", 8000
 
 
-class DockerEnvironment(DockerPanel):
+class DockerEnvironment(DockerEngine):
     """One container per attempt (see the module docstring).
 
     Args:
