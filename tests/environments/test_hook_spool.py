@@ -5,8 +5,11 @@ the kit cannot: a spool the harness stops reaching, and what the channel then re
 
 from __future__ import annotations
 
+import base64
 import json
 import subprocess
+import threading
+import time
 from collections.abc import Mapping
 from pathlib import Path
 
@@ -19,6 +22,7 @@ from fire_exp.environments.hook_transport import (
     ChannelCounts,
     FileHooks,
     HookEndpoint,
+    HookServer,
     tamper_reasons,
 )
 from fire_exp.environments.hook_transport import files as spool_files
@@ -91,3 +95,25 @@ def test_a_heartbeat_gap_is_a_sign_on_a_stream_only() -> None:
                            max_heartbeat_gap_s=HEARTBEAT_GAP_S + 4, relay_lost=False)
     assert "heartbeat gap" in tamper_reasons(counts, 0, 100)[0]
     assert tamper_reasons(counts, 0, 100, gap_limit=FileHooks.heartbeat_limit) == []
+
+
+def test_a_request_read_after_the_server_closed_is_not_answered() -> None:
+    """A collect in flight when the transport closes may bring a request up late; the
+    server must not answer it (its shim then fails closed)."""
+    closing = threading.Event()
+    asked: list[str] = []
+
+    def read_line() -> bytes:
+        if not hasattr(read_line, "ready"):
+            read_line.ready = True  # type: ignore[attr-defined]
+            return b"READY tok 7"
+        closing.wait(10)  # the collect that was running when the server closed
+        return b"REQ tok 1-1 PreToolUse " + base64.b64encode(b"{}")
+
+    server = HookServer(read_line, lambda line: None, lambda e, p: asked.append(e) or "x",
+                        "tok")
+    server.start(5)
+    server.close()
+    closing.set()
+    time.sleep(0.2)  # the reader would dispatch now, if it still served
+    assert asked == [] and server.counts().requests == 0
