@@ -19,6 +19,11 @@ requests. What a stream has and this has not: the relay's heartbeat measures the
 harness's own polling here, not a process the agent could stop, so a gap is reported
 but is no sign of tampering; the channel is lost (``relay_lost``, which is) when
 :data:`MISSES` collects in a row fail.
+
+The execs run as the box's default user, so the spool is walled from the agent as the
+relay's is (root's, the agent another user) only where that user is root; in a box where
+the agent's commands and the harness's run as one user (local, the one-shot test box)
+there is no wall to keep, as with ``HOST_HOOKS``.
 """
 
 from __future__ import annotations
