@@ -132,7 +132,7 @@ class FileStream:
         for line in stdout.encode().splitlines():
             if len(line) > self.max_line:
                 self.oversize += 1
-            else:
+            elif line:  # an empty line would read as the stream's end
                 self._lines.append(line)
 
     def send_line(self, data: bytes) -> None:
