@@ -64,7 +64,7 @@ def main() -> None:
             env.start()
             env.exec("true", 10)
             first.append(time.perf_counter() - t0)
-            env.end_agent_session()
+            env.end_command_session()
         finally:
             env.stop()
         lifecycle.append(time.perf_counter() - t0)

@@ -282,3 +282,9 @@ def test_the_check_catches_a_command_doing_the_runners_work(tmp_path) -> None:
     assert [line.split(":")[0] for line in found] == [
         "pkg.cli.run (line 2) imports pkg.cli.freeze",
         "pkg.cli.run (line 5) imports pkg.runner.build"]
+
+
+def test_the_doc_states_as_many_layers_as_its_block_holds(layers) -> None:
+    stated = re.search(r"held to finer layers, (\d+) of them", ARCHITECTURE.read_text())
+    assert stated, f"{ARCHITECTURE} no longer says how many layers its block holds"
+    assert int(stated.group(1)) == len(layers)

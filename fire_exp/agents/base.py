@@ -42,7 +42,9 @@ class AgentOutcome:
 
 
 class Agent(Protocol):
-    """What runs in an attempt's session. Agents act only through ``session``.
+    """What runs in an attempt's session. Agents run commands only through ``session``
+    (or, for a coding-agent CLI, its hooks); see ``agents/session.py`` for what else of
+    the box (``session.env``) an agent may use.
 
     ``session.context`` says which attempt and arm the agent runs in.
     """

@@ -1,6 +1,7 @@
 """The agent's side of an attempt: every action passes through the policy runtime.
 
-An agent never touches the environment or the policies directly. It calls
+An agent never touches the policies directly, and the harness's own agents (simulated,
+OpenAI, the oracle) run every command through the session. They call
 
 - ``session.begin()`` once: raises ``SessionStart``; returns context a policy added;
 - ``session.bash(command)`` per command: ``PreToolUse`` (a deny keeps the command from
@@ -12,6 +13,14 @@ An agent never touches the environment or the policies directly. It calls
 The session keeps the command log (the trajectory the extractors code) and enforces the
 agent's deadline. ``session.context`` tells the agent which attempt and arm it runs in,
 so no agent has to work that out from the policies or the environment.
+
+``session.env`` is the box itself, and agents use it beside the session: the simulated
+and OpenAI agents for the attempt's files (the task's script, the transcript's path), the
+oracle to upload the task's solution (``tests/agents/test_session_use.py`` holds them to
+that), and a coding-agent CLI for all of its run: its files, its hook transport, a few
+checks of its own (``command -v``, ``id -u``) and its one command
+(``Environment.exec_captured``). A CLI runs its own tools, so its tool calls reach the
+policies through its hooks instead (``agents/coding_agents/agent.py``).
 """
 
 from __future__ import annotations

@@ -3,12 +3,15 @@
 An environment is one attempt's box. Its lifecycle, in order::
 
     start()                 build/prepare the box; raises EnvironmentFailure
-    exec(command, timeout)  run one agent command in the agent's session
-    end_agent_session()     the agent is done: what it left attached to its session dies
+    exec(command, timeout)  run one agent command in the command session
+    end_command_session()   the agent is done: what it left attached to that session dies
     run_verifier()          the verifier, written once on this contract
     stop()                  remove everything the attempt started; idempotent, never raises
 
-Besides the agent's session a box runs processes of its own (``run``: the verifier, a
+The command session is the POSIX process session the agent's commands run in (the
+session host's, ``inbox/session_host.py``), ended as a closing terminal ends its own; it
+is not the ``AgentSession`` an agent acts through (``agents/session.py``). Besides the
+command session a box runs processes of its own (``run``: the verifier, a
 coding-agent CLI's checks, housekeeping), and moves files both ways as archives
 (``put_archive``/``get_archive``; ``upload``, ``download``, ``write_file`` and ``read_file``
 are built on them). What a backend can do beyond that it declares in ``capabilities``
@@ -126,6 +129,8 @@ class BoxPaths:
     tests: str
     solution: str
     agent: str  # a coding-agent CLI's settings and output; no task reads it
+    # fire-exp's own folder (the hook spool of a box with no stream); not the agent's
+    harness: str = "/opt/fire-exp"
 
 
 DEFAULT_FETCH_CAP_MB = 256
@@ -183,8 +188,9 @@ class Environment(ABC):
         """
 
     @abstractmethod
-    def end_agent_session(self) -> SessionEnd:
-        """End the agent's session: kill what is still attached to it; detached work lives."""
+    def end_command_session(self) -> SessionEnd:
+        """End the command session (the POSIX session the agent's commands ran in) as a
+        closing terminal does: kill what is still attached to it; detached work lives."""
 
     @abstractmethod
     def run(self, command: str, timeout: float, *, env: Mapping[str, str] | None = None,
@@ -265,14 +271,16 @@ class Environment(ABC):
     def hook_transport(self, endpoint: HookEndpoint) -> HookTransport:
         """How a coding-agent CLI in this box reaches the arm's hooks (``HOST_HOOKS``: the
         CLI runs fire-exp's hook command on this machine; ``HOOK_RELAY``: a shim in the box
-        and a relay over :meth:`open_stream`, answered in this process)."""
-        from fire_exp.environments.hook_transport import HostHooks, RelayHooks
+        and a relay over :meth:`open_stream`; neither: the same shim, its requests and
+        answers moved by one-shot :meth:`run` calls in :attr:`BoxPaths.harness`). The
+        last two are answered in this process."""
+        from fire_exp.environments.hook_transport import FileHooks, HostHooks, RelayHooks
 
         if Capability.HOST_HOOKS in self.capabilities:
             return HostHooks(endpoint)
         if Capability.HOOK_RELAY in self.capabilities:
             return RelayHooks.open(self, endpoint)
-        raise self._lacks(Capability.HOOK_RELAY)
+        return FileHooks.open_spool(self, endpoint, self.paths.harness)
 
     def open_stream(self, argv: Sequence[str]) -> LineStream:
         """``HOOK_RELAY``: start ``argv`` in the box with its stdin and stdout as a line

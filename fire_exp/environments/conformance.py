@@ -4,8 +4,10 @@ A backend proves itself by passing these checks, not by being special-cased upst
 (inspect_ai's ``SandboxEnvironment`` ships the same idea as ``self_check``). Each check
 takes a *started* box of the backend and raises :class:`ConformanceError` saying what
 broke; :func:`self_check` runs them all, each in a fresh box. The checks use the contract
-alone (``exec``, ``end_agent_session``, ``run``, the archive methods, ``paths``), plus, for
-the watchdog, the box's session client (``session``: a backend built on the session host).
+alone (``exec``, ``end_command_session``, ``run``, the archive methods, ``paths``), plus, for
+the watchdog, the box's session client (``session``: a backend built on the session host),
+and, for the hook spool, the hook transport every box can run (``FileHooks``: one-shot
+``run`` and ``write_file`` alone).
 
 Processes are found with ``ps -eo args=`` through ``run``, by command lines unique to this
 process (a ``sleep`` of a length derived from its pid), since on a shared machine ``ps``
@@ -22,13 +24,17 @@ Example, in a backend's tests::
 from __future__ import annotations
 
 import itertools
+import json
 import os
+import shlex
+import threading
 import time
 from collections.abc import Callable, Iterable
 from pathlib import Path
 from tempfile import TemporaryDirectory
 
 from fire_exp.environments.base import Environment, EnvironmentFailure
+from fire_exp.environments.hook_transport import FileHooks, HookEndpoint
 
 Check = Callable[[Environment], None]
 WATCHDOG_WAIT_S = 60.0  # the most a watchdog may take to end the attempt (a lease, a poll)
@@ -101,7 +107,7 @@ def check_exec_past_its_timeout_is_killed(env: Environment) -> None:
 
 
 def check_hangup_ends_attached_work_only(env: Environment) -> None:
-    """``end_agent_session``: what is attached to the session dies (a plain ``&``, a
+    """``end_command_session``: what is attached to the session dies (a plain ``&``, a
     ``setsid`` child on the session's streams, a job that dies of SIGHUP); what was
     detached (``nohup`` or ``setsid`` with redirected streams) survives; twice is harmless."""
     n = _sleep_length()
@@ -114,12 +120,12 @@ def check_hangup_ends_attached_work_only(env: Environment) -> None:
         _expect(env.exec(command.format(length), 30.0).exit_code == 0, f"{command} failed")
     _expect(all(_sleeping(env, length) for length in commands),
             "the background jobs did not start")
-    end = env.end_agent_session()
+    end = env.end_command_session()
     for length, (command, survives) in commands.items():
         _expect(_sleeping(env, length) == survives,
                 f"{command.format(length)!r} {'died' if survives else 'survived'} the hangup")
     _expect(len(end.survivors) == 2, f"survivors named: {end.survivors}")
-    _expect(env.end_agent_session().survivors == [], "ending the session twice did harm")
+    _expect(env.end_command_session().survivors == [], "ending the session twice did harm")
 
 
 def check_run_stays_out_of_the_agents_session(env: Environment) -> None:
@@ -128,7 +134,7 @@ def check_run_stays_out_of_the_agents_session(env: Environment) -> None:
     env.exec(f"sleep {n} > /dev/null 2>&1 &", 30.0)
     ran = env.run(f"sleep {n + 1} > /dev/null 2>&1 < /dev/null & echo started", 30.0)
     _expect(ran.stdout == "started\n", f"run's output: {ran.stdout!r}")
-    env.end_agent_session()
+    env.end_command_session()
     _expect(not _sleeping(env, n), "the session's job survived its end")
     _expect(_sleeping(env, n + 1), "run's job died with the agent's session")
 
@@ -186,6 +192,43 @@ def check_watchdog_ends_the_attempt_when_the_harness_is_gone(env: Environment) -
     except EnvironmentFailure:
         return
     raise ConformanceError("exec after the harness was gone did not raise")
+
+
+def check_hook_spool_answers_each_call_and_fails_closed(env: Environment) -> None:
+    """The hook transport of a box with no stream (``FileHooks``): two hook calls at once
+    in the box each get their own answer from this process; what the transport saw is
+    written on the host; once it is closed a call gets no answer and the shim fails
+    (exit 1, nothing on stdout: a non-blocking error the reconciliation names, never an
+    answer and never exit 2, which would block the agent)."""
+    asked: list[tuple[str, bytes]] = []
+    lock = threading.Lock()
+
+    def answer(event: str, payload: bytes) -> str:
+        with lock:
+            asked.append((event, payload))
+        return f"{event} got {payload.decode()}"
+
+    hooks = FileHooks.open_spool(env, HookEndpoint(host_command=str, answer=lambda: answer),
+                                 env.paths.harness)
+    outs = [shlex.quote(f"{env.paths.harness}/hook-check-{n}") for n in "ab"]
+    calls = " & ".join(f"printf {word} | {hooks.command(event)} > {out}" for event, word, out
+                       in (("PreToolUse", "one", outs[0]), ("Stop", "two", outs[1])))
+    try:
+        both = env.run(f"{calls} & wait; cat {outs[0]}; echo; cat {outs[1]}; rm -f {' '.join(outs)}",
+                       60.0, cwd="/")
+    finally:
+        hooks.close()
+    _expect(both.stdout.split("\n") == ["PreToolUse got one", "Stop got two"],
+            f"the hook calls' answers: {both.stdout!r} {both.stderr[-300:]!r}")
+    _expect(sorted(asked) == [("PreToolUse", b"one"), ("Stop", b"two")],
+            f"what reached the policies: {asked}")
+    report = json.loads(env.files.hook_channel.read_text())
+    _expect((report["requests"], report["answered"], report["tamper"]) == (2, 2, []),
+            f"the channel's record on the host: {report}")
+    late = env.run(f"printf three | FIRE_HOOK_WAIT_S=1 {hooks.command('PreToolUse')}", 60.0,
+                   cwd="/")
+    _expect(late.exit_code == 1 and late.stdout == "" and len(asked) == 2,
+            f"a hook call after the transport closed: {late}")
 
 
 CHECKS: dict[str, Check] = {

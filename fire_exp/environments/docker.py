@@ -49,14 +49,14 @@ from fire_exp.environments.base import (
     Stream,
 )
 from fire_exp.environments.docker_channel import ExecChannel, ExecStream
-from fire_exp.environments.docker_install import mounts, prepare_cli_image
-from fire_exp.environments.docker_panel import (
+from fire_exp.environments.docker_engine import (
     DOCKER,
-    DockerPanel,
+    DockerEngine,
     DockerSettings,
     docker_client,
     task_image,
 )
+from fire_exp.environments.docker_install import mounts, prepare_cli_image
 from fire_exp.environments.docker_run import archive_stream, run_streamed
 from fire_exp.environments.docker_session import (
     AGENT_DIR,
@@ -80,7 +80,7 @@ HOST_PATH = f"{HOST_DIR}/session_host.py"
 LOGS, TESTS, SOLUTION, PORT = "/logs", "/tests", "/solution", 8000
 
 
-class DockerEnvironment(DockerPanel):
+class DockerEnvironment(DockerEngine):
     """One container per attempt (see the module docstring).
 
     Args:
@@ -336,7 +336,7 @@ class DockerEnvironment(DockerPanel):
     def _oom_kills(self) -> int | None:
         return oom_kills(self._sh)
 
-    def end_agent_session(self) -> SessionEnd:
+    def end_command_session(self) -> SessionEnd:
         session, self.session = self.session, None
         if session is None:
             return SessionEnd()

@@ -129,7 +129,7 @@ class LocalEnvironment(Environment):
     def paths(self) -> BoxPaths:
         return BoxPaths(workdir=str(self.box / "work"), logs=str(self.files.logs),
                         tests=str(self.box / "tests"), solution=str(self.box / "solution"),
-                        agent=str(self.files.hooks))
+                        agent=str(self.files.hooks), harness=str(self.box / "fire-exp"))
 
     def env(self) -> dict[str, str]:
         """The environment every command of the attempt gets."""
@@ -199,7 +199,7 @@ class LocalEnvironment(Environment):
             raise EnvironmentFailure("the agent's session has ended")
         return self.session
 
-    def end_agent_session(self) -> SessionEnd:
+    def end_command_session(self) -> SessionEnd:
         session, self.session = self.session, None
         if session is None or self._host is None or self._host.poll() is not None:
             return SessionEnd()

@@ -12,7 +12,9 @@ harness touches ``FOLDER/lease`` every ``lease_s / 4`` seconds (a one-shot exec 
 own); a host whose lease is older than ``lease_s`` kills every process of the attempt and
 exits, so nothing the agent started outlives the harness by more than ``lease_s``.
 
-The box needs ``sh``, ``mkfifo`` and ``python3`` for this transport.
+The box needs ``sh``, ``mkfifo`` and ``python3`` for this transport. A coding-agent CLI's
+hooks in such a box take the same road: requests left in a spool, collected and answered
+by one-shot execs (``hook_transport/files.py``).
 """
 
 from __future__ import annotations

@@ -190,7 +190,7 @@ def run_attempt(spec: AttemptSpec, env: Environment, agent: Agent, arm_families:
             outcome, cause, error = _run_agent(agent, session, rng)
             t_agent = time.monotonic() - t0 - t_env
             if not env.cancelled.is_set() and cause not in NO_VERIFIER_CAUSES:
-                env.end_agent_session()
+                env.end_command_session()
                 verifier = env.run_verifier()  # runs after an agent timeout too
                 t_ver = time.monotonic() - t0 - t_env - t_agent
                 if cause is None and verifier.cause is not None:

@@ -32,7 +32,7 @@ PACKAGE = Path(__file__).resolve().parents[2] / "fire_exp"
 CONTRACT = {"base", "capabilities", "failure", "upkeep", "agent_install", "hook_transport",
             "redaction", "reward", "archives", "fetch", "inbox"}
 BACKEND_NAMES = set(REGISTRY.names("environment"))  # "local", "docker", plug-ins
-BACKEND_CLASSES = {"DockerPanel", *(REGISTRY.get("environment", n).__name__
+BACKEND_CLASSES = {"DockerEngine", *(REGISTRY.get("environment", n).__name__
                                     for n in BACKEND_NAMES)}
 
 
@@ -95,7 +95,7 @@ def test_no_module_above_environments_imports_a_backend_or_compares_its_name() -
 
 
 @pytest.mark.parametrize("planted", [
-    "from fire_exp.environments.docker_panel import docker_client",
+    "from fire_exp.environments.docker_engine import docker_client",
     "import fire_exp.environments.local",
     "from fire_exp.environments import docker",
     "from fire_exp.environments import LocalEnvironment",

@@ -1,7 +1,8 @@
 """Agents in a box that offers only one-shot exec and file transfer (Harbor's shape,
 ``tests/environments/oneshot_box.py``): the simulated, OpenAI and oracle agents and a
-coding-CLI arm (the toy dialect, its hooks through ``HOST_HOOKS``: no stream) run there as
-in the local environment, and their records agree with the local ones.
+coding-CLI arm (the toy dialect, its hooks through the spool in the box, moved by one-shot
+execs: ``hook_transport.FileHooks``, no stream) run there as in the local environment, and
+their records agree with the local ones.
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ from fire_exp.runner.attempt import AttemptSpec, run_attempt
 from fire_exp.tasks.loader import load_task
 from tests.agents.agent_support import KEY_ENV
 from tests.agents.scripted_server import ScriptedServer, solution_responder
-from tests.agents.test_recipe_cli import TOY, ToyCliAgent
+from tests.agents.test_recipe_cli import SETTINGS, TOY, ToyCliAgent
 from tests.environments.oneshot_box import OneShotBox
 
 Backend = Callable[..., Environment]
@@ -94,3 +95,11 @@ def test_a_coding_cli_arm_is_denied_and_solves_in_the_one_shot_box(
     assert boxed.passed and boxed.cause is None and boxed.error is None
     # UserPromptSubmit, 2 x PreToolUse, 1 x PostToolUse (the denied one never ran), Stop
     assert boxed.decisions == 1 and boxed.events == 5 and boxed.funnel.fired
+    assert boxed.valid, boxed.invalid_reason
+    # Through the spool in the box (FileHooks), not fire-exp's command on this machine:
+    # every call crossed it, was answered, and the channel saw no sign of tampering.
+    channel = json.loads((tmp_path / "oneshot/hooks/channel.json").read_text())
+    assert (channel["requests"], channel["answered"], channel["tamper"]) == (5, 5, [])
+    settings = json.loads((tmp_path / "oneshot/hooks" / SETTINGS).read_text())
+    command = settings["hooks"]["PreToolUse"][0]["hooks"][0]["command"]
+    assert command.split()[0].endswith("/fire-exp/bin/fire-exp-hook")

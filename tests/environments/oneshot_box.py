@@ -60,8 +60,9 @@ class OneShotBox(Environment):
     """
 
     name = "oneshot"
-    # The box is this machine, so a CLI's hooks run fire-exp's command here (no stream).
-    capabilities = frozenset({Capability.SERVICES, Capability.HOST_HOOKS})
+    # No HOST_HOOKS, no HOOK_RELAY: a CLI's hooks go through the spool in the box, moved by
+    # one-shot execs (hook_transport.FileHooks), as in a remote box.
+    capabilities = frozenset({Capability.SERVICES})
 
     def __init__(self, task: Task, attempt_dir: Path, attempt_id: str, *,
                  lease_s: float = LEASE_S) -> None:
@@ -76,7 +77,8 @@ class OneShotBox(Environment):
     def paths(self) -> BoxPaths:
         r = self.root
         return BoxPaths(workdir=str(r / "work"), logs=str(r / "logs"), tests=str(r / "tests"),
-                        solution=str(r / "solution"), agent=str(r / "agent"))
+                        solution=str(r / "solution"), agent=str(r / "agent"),
+                        harness=self._host_dir)
 
     @property
     def _host_dir(self) -> str:
@@ -165,7 +167,7 @@ class OneShotBox(Environment):
         return self.session.exec(command, timeout, cwd=self.paths.workdir,
                                  env_extra=dict(env or {}))
 
-    def end_agent_session(self) -> SessionEnd:
+    def end_command_session(self) -> SessionEnd:
         session, self.session = self.session, None
         return SessionEnd() if session is None else session.hangup()
 

@@ -12,7 +12,7 @@ import pytest
 
 from fire_exp.cli import cleanup as cleanup_cli
 from fire_exp.cli import images as images_cli
-from fire_exp.environments import docker_panel
+from fire_exp.environments import docker_engine
 from fire_exp.environments.base import Capability, EnvironmentFailure
 from fire_exp.environments.docker import DockerEnvironment
 from fire_exp.environments.local import LocalEnvironment
@@ -139,7 +139,7 @@ class Engine:
 
 
 def _identity(monkeypatch: pytest.MonkeyPatch, engine: Engine) -> str:
-    monkeypatch.setattr(docker_panel, "docker_client", lambda: engine)
+    monkeypatch.setattr(docker_engine, "docker_client", lambda: engine)
     return DockerEnvironment.engine_identity(base_image="fire-exp/base:bookworm")
 
 

@@ -57,14 +57,14 @@ def test_the_registered_one_shot_box_is_the_one_file_backend(tmp_path: Path) -> 
 class NoHangup(LocalEnvironment):
     """A backend that breaks one promise: its session's end kills nothing."""
 
-    def end_agent_session(self):  # type: ignore[no-untyped-def]
+    def end_command_session(self):  # type: ignore[no-untyped-def]
         session, self.session = self.session, None
         assert session is not None
         session.request({"op": "ping"}, 10.0)
         self._host.kill()  # type: ignore[union-attr]
         self._host.wait()  # type: ignore[union-attr]
         self._host = None
-        return super().end_agent_session()
+        return super().end_command_session()
 
 
 def test_the_kit_names_a_backend_that_breaks_a_promise(tmp_path: Path) -> None:
@@ -81,3 +81,18 @@ def test_the_kit_names_a_backend_that_breaks_a_promise(tmp_path: Path) -> None:
 class _WrongFolder(LocalEnvironment):
     def exec(self, command, timeout, *, env=None):  # type: ignore[no-untyped-def]
         return super().exec(f"cd / && {command}", timeout, env=env)
+
+
+class _NoModes(LocalEnvironment):
+    """A backend that breaks one promise: files arrive without their mode."""
+
+    def write_file(self, dest, data, mode=0o644):  # type: ignore[no-untyped-def]
+        super().write_file(dest, data, 0o644)
+
+
+def test_the_kit_names_a_box_whose_hook_spool_cannot_answer(tmp_path: Path) -> None:
+    failures = self_check(lambda: _NoModes(bundled_task("csv-column-stats"), tmp_path / "a",
+                                           "no-modes"),
+                          ["hook_spool_answers_each_call_and_fails_closed"])
+    assert "the hook calls' answers" in str(
+        failures["hook_spool_answers_each_call_and_fails_closed"])

@@ -162,7 +162,7 @@ def test_verifier_timeout(docker_client: Any, tmp_path: Path, attempt: Attempt) 
     record = attempt(task, DockerEnvironment, OracleAgent())
     assert record.cause is Cause.VERIFIER_TIMEOUT and record.reward is None
     with DockerEnvironment(task, tmp_path / "direct", "slow-verifier-direct") as env:
-        env.end_agent_session()
+        env.end_command_session()
         assert env.run_verifier().cause is Cause.VERIFIER_TIMEOUT
         processes = env.container.exec_run(["ps", "-eo", "args"]).output.decode()
         assert "test.sh" not in processes and "sleep 30" not in processes  # killed
@@ -200,7 +200,7 @@ def test_tests_arrive_only_for_the_verifier_and_logs_come_home(docker_client: An
     with DockerEnvironment(task, attempt_dir, "logs-home") as env:
         assert env.exec("ls /tests", 10).exit_code != 0
         env.exec("echo hello from the agent", 10)
-        env.end_agent_session()
+        env.end_command_session()
         result = env.run_verifier()
     assert result.reward == 1.0 and "from-task-toml" in result.stdout
     verifier = attempt_dir / "logs" / "verifier"

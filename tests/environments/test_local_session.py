@@ -86,7 +86,7 @@ def test_what_the_agent_leaves_behind(env: LocalEnvironment, launch: str, surviv
                      f"socket.create_connection((\"127.0.0.1\", {port}), 1)' && exit 0; "
                      "sleep 0.1; done; exit 1", timeout=20)
     assert probe.exit_code == 0, "the server must answer during the session"
-    ended = env.end_agent_session()
+    ended = env.end_command_session()
     assert answers(port) is survives
     assert bool(ended.survivors) is survives
 
@@ -98,7 +98,7 @@ def test_stop_kills_detached_survivors(tmp_path: Path) -> None:
         port = environment.port
         environment.exec(f"setsid {SERVE.format(port=port)} > s.log 2>&1 < /dev/null &"
                          " sleep 1", timeout=10)
-        environment.end_agent_session()
+        environment.end_command_session()
         assert answers(port)
     assert not answers(port)
     assert marked_pids(environment.marker) == []
@@ -109,7 +109,7 @@ def test_background_output_does_not_block_the_next_command(env: LocalEnvironment
     result = env.exec("echo next", timeout=5)
     assert result.stdout.strip().splitlines()[-1] == "next"
     log = Path(env.paths.logs) / "agent" / "terminal.log"
-    env.end_agent_session()
+    env.end_command_session()
     assert "tick" in log.read_text()
 
 
@@ -128,7 +128,7 @@ def test_verifier_contract(tmp_path: Path, test_sh: str, reward: float | None,
     task = load_task(make_task(tmp_path, test_sh=test_sh, verifier_timeout=1))
     environment = LocalEnvironment(task, tmp_path / "a", f"test-local-{uuid.uuid4().hex[:8]}")
     with environment:
-        environment.end_agent_session()
+        environment.end_command_session()
         result = environment.run_verifier()
     assert (result.reward, result.cause) == (reward, cause)
 
@@ -138,7 +138,7 @@ def test_stale_reward_files_are_removed_before_the_verifier(tmp_path: Path) -> N
     environment = LocalEnvironment(task, tmp_path / "a", f"test-local-{uuid.uuid4().hex[:8]}")
     with environment:
         environment.exec('echo 1 > "$FIRE_LOGS/verifier/reward.txt"', timeout=5)
-        environment.end_agent_session()
+        environment.end_command_session()
         result = environment.run_verifier()
     assert result.reward is None and result.cause is Cause.VERIFIER_FAILED
 

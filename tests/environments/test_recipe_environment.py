@@ -70,7 +70,7 @@ class FolderBox(Environment):
              ) -> ExecResult:
         return self.run(command, timeout, env=env)
 
-    def end_agent_session(self) -> SessionEnd:
+    def end_command_session(self) -> SessionEnd:
         return SessionEnd()
 
     def run(self, command: str, timeout: float, *, env: Mapping[str, str] | None = None,

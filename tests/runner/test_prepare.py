@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from fire_exp.environments.docker import DockerEnvironment
-from fire_exp.environments.docker_panel import docker_client
+from fire_exp.environments.docker_engine import docker_client
 from fire_exp.errors import PreflightError
 from fire_exp.paths import SUITES_DIR
 from tests.ci import missing

@@ -5,21 +5,21 @@ policies reach it through its hooks instead (reference/hooks.md). Per attempt th
 
 1. checks that the CLI is in the box (``command -v``), and asks the box for a hook
    transport (``Environment.hook_transport``: fire-exp's own command on this machine, or a
-   shim and a relay into a container) unless the arm runs no policies — a baseline attempt
-   has no hook configuration at all;
+   shim in the box whose calls a relay or one-shot execs bring to this process) unless the
+   arm runs no policies — a baseline attempt has no hook configuration at all;
 2. writes the dialect's files (hook settings whose commands are the transport's, its
    configuration) into the box's agent folder, and a copy of the settings to
    ``ATTEMPT/hooks``;
-3. runs the dialect's command line as one command of the agent's session
+3. runs the dialect's command line as one command of the command session
    (``Environment.exec_captured``), as an unprivileged user where the box can switch
    (``AGENT_USER``), under the task's agent timeout, with the passed-through keys for that
    command only and, where the box gates egress, the proxy's variables; the box records
    its output (in Docker, root's session host, out of the agent's reach) and says when
    the agent's own processes killed the CLI or tampered with the record — then the
    attempt is the agent's error, never a replaceable failure;
-4. brings the output home redacted, reads it back (commands, tokens, cost, model) into the
-   session's command log, and the hook activity log into the session's policy runtime,
-   so the record's ``events`` counts the hook events that really ran. A policy attempt
+4. brings the output home redacted and reads it back (``readback.ReadBack``: commands,
+   tokens, cost, model) into the session's command log, and the hook activity log into
+   the session's policy runtime, so the record's ``events`` counts the hook events that really ran. A policy attempt
    with no ``PreToolUse`` hook event, or a policy load error, is reported in the
    outcome's ``error``; every inconsistency between the transcript and the host's hook
    calls (``evidence.reconcile``) in its ``tamper``, which makes the attempt invalid.
@@ -39,7 +39,6 @@ import shutil
 import subprocess
 import sys
 from collections.abc import Mapping, Sequence, Set
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, cast, get_args
 
@@ -47,10 +46,8 @@ import numpy as np
 
 import fire_exp
 from fire_exp.agents.base import AgentOutcome, ProviderError
-from fire_exp.agents.coding_agents.answers import answer_cause, malformed_calls
-from fire_exp.agents.coding_agents.dialect import CliDialect, CliTranscript, endpoint_hostport
+from fire_exp.agents.coding_agents.dialect import CliDialect, endpoint_hostport
 from fire_exp.agents.coding_agents.endpoint_check import check_endpoint
-from fire_exp.agents.coding_agents.evidence import Reconciliation, channel_tamper, reconcile
 from fire_exp.agents.coding_agents.packaged import BinaryIdentity, binary_identity, host_binary
 from fire_exp.agents.coding_agents.reach import (
     box_url,
@@ -58,24 +55,17 @@ from fire_exp.agents.coding_agents.reach import (
     ca_bundle_path,
     ca_placement,
 )
+from fire_exp.agents.coding_agents.readback import BridgeTarget, ReadBack
 from fire_exp.agents.coding_agents.settings import CodingCliSettings
-from fire_exp.agents.coding_agents.unreached import (
-    egress_summary,
-    model_answered,
-    never_answered,
-)
 from fire_exp.agents.session import AgentSession, AttemptContext
-from fire_exp.agents.transcript import price_tokens
 from fire_exp.attempt_paths import AttemptPaths
 from fire_exp.environments.agent_install import AgentInstall, InstallSpec
 from fire_exp.environments.base import Capability, CapturedExec, Environment, EnvironmentFailure
 from fire_exp.environments.hook_transport import HookEndpoint, HookTransport
 from fire_exp.errors import InputError, PreflightError
 from fire_exp.policies.hook_answerer import HookAnswerer
-from fire_exp.policies.hook_settings import hook_command, needed_events, settings_document
-from fire_exp.policies.hook_store import ActivitySummary, read_activity
+from fire_exp.policies.hook_settings import hook_command, settings_document
 from fire_exp.policies.hooks import Cli
-from fire_exp.policies.model import Step
 from fire_exp.records import Cause, Usage
 from fire_exp.tasks.model import Task
 
@@ -84,15 +74,6 @@ _NO_KEY = "fire-exp-no-key"
 _KEPT = 4000
 _CHECK_S = 30.0
 _CLI = CodingCliSettings()  # the defaults
-
-
-@dataclass(frozen=True)
-class BridgeTarget:
-    """What the hook bridge loads: a portfolio folder, an arm, the control folder."""
-
-    portfolio: str
-    arm: str
-    controls: str | None = None
 
 
 def bridge_target(context: AttemptContext) -> BridgeTarget | None:
@@ -125,18 +106,7 @@ def _base_url(value: str | None, where: str) -> str | None:
     return str(value).rstrip("/")
 
 
-def hook_warning(summary: ActivitySummary, target: BridgeTarget | None) -> str | None:
-    """What the validity guard needs to know about the hooks of this attempt."""
-    if target is None:
-        return None
-    if summary.load_errors:
-        return f"hooks: {summary.load_errors} policy load error(s): {summary.errors[0]}"
-    if not summary.by_event.get("PreToolUse"):
-        return "hooks never ran: no PreToolUse hook event in a policy arm"
-    return None
-
-
-class CodingCliAgent:
+class CodingCliAgent(ReadBack):
     """A coding-agent CLI driven headless, with the arm's policies wired in as hooks.
 
     A subclass names the agent and its :attr:`dialect` (``ClaudeCodeAgent``, ``CodexAgent``).
@@ -468,100 +438,3 @@ class CodingCliAgent:
         files = env.files
         for data, dest in ((run.stdout, files.cli_stdout), (run.stderr, files.cli_stderr)):
             dest.write_text(env.redactor.text(data.decode("utf-8", "replace")))
-
-    # reading the run back --------------------------------------------------------------
-
-    def _transcript(self, session: AgentSession) -> CliTranscript:
-        """The CLI's output as brought home, parsed (a subclass may add what the CLI left
-        elsewhere: Codex's rollout file)."""
-        lines = session.env.files.cli_stdout.read_text(errors="replace").splitlines()
-        return self.dialect.parse(lines)
-
-    def _outcome(self, session: AgentSession, target: BridgeTarget | None, code: int,
-                 timed_out: bool) -> AgentOutcome:
-        files = session.env.files
-        lines = files.cli_stdout.read_text(errors="replace").splitlines()
-        transcript = self._transcript(session)
-        summary = read_activity(files.hook_state)
-        evidence = self._reconcile(session, transcript, summary, target, timed_out)
-        self._read_back(session, transcript, summary, evidence, policy_arm=target is not None)
-        usage, tamper = self.usage(transcript), evidence.reasons
-        if model_answered(self.dialect.target, lines) is False:  # nothing was measured
-            raise never_answered(
-                self.name, self.binary, self.base_url, lines,
-                files.cli_stderr.read_text(errors="replace"), code=code, timed_out=timed_out,
-                redact=session.env.redactor.text, tamper=tamper,
-                egress=egress_summary(files.egress_log))
-        if timed_out:
-            return AgentOutcome(usage=usage, cause=Cause.AGENT_TIMEOUT,
-                                error=f"{self.binary} ran past the agent timeout", tamper=tamper)
-        if code != 0 or transcript.errors:
-            stderr = files.cli_stderr.read_text(errors="replace")
-            message = f"{self.binary} exited {code}: " + \
-                session.env.redactor.text("; ".join(transcript.errors) or stderr[-600:])
-            if not transcript.commands:
-                raise ProviderError(message, before_action=True, tamper=tamper)
-            return AgentOutcome(usage=usage, cause=Cause.AGENT_ERROR, error=message,
-                                tamper=tamper)
-        cause = answer_cause(transcript.faults, len(transcript.commands), transcript.final_text)
-        # A model that called no tool gives no PreToolUse: its answer says why, not the hooks.
-        warning = hook_warning(summary, target) if transcript.commands or \
-            summary.load_errors else None
-        error = "; ".join(e for e in (cause, warning) if e) or None
-        return AgentOutcome(usage=usage, error=error, tamper=tamper)
-
-    def _reconcile(self, session: AgentSession, transcript: CliTranscript,
-                   summary: ActivitySummary, target: BridgeTarget | None,
-                   timed_out: bool) -> Reconciliation:
-        """The transcript against the host's hook calls (a baseline has none: nothing to
-        reconcile); see :mod:`~fire_exp.agents.coding_agents.evidence`."""
-        if target is None:
-            return Reconciliation()
-        return reconcile(transcript, summary.lines,
-                         reports_denied_calls=self.dialect.reports_denied_calls,
-                         timed_out=timed_out, redact=session.env.redactor.text,
-                         channel=channel_tamper(session.env.files.hook_channel),
-                         expects_stop="Stop" in needed_events(
-                             session.runtime.families, self.dialect.hook_protocol))
-
-    def _read_back(self, session: AgentSession, transcript: CliTranscript,
-                   summary: ActivitySummary, evidence: Reconciliation,
-                   policy_arm: bool) -> None:
-        for i, cmd in enumerate(transcript.commands):
-            output = session.env.redactor.text(cmd.output)[-_KEPT:]
-            if cmd.paths:  # a file edit: a write event for the extractors
-                session.trajectory.append(Step(len(session.trajectory), "edit", cmd.command,
-                                               cmd.exit_code, output, paths=cmd.paths))
-                continue
-            # A denied command the transcript shows running is logged as it ran.
-            was_denied = i in evidence.denied and i not in evidence.ran_denied
-            session.trajectory.append(Step(len(session.trajectory), "command", cmd.command,
-                                           None if was_denied else cmd.exit_code, output,
-                                           denied=was_denied))
-        session.trajectory.append(Step(len(session.trajectory), "stop"))
-        session.runtime.ingest(events=summary.hook_events, counts=summary.by_event,
-                               log=summary.decisions)
-        report = {"policy_arm": policy_arm, "hook_events": summary.hook_events,
-                  "by_event": summary.by_event, "load_errors": summary.load_errors,
-                  "errors": list(summary.errors), "tamper": list(evidence.reasons)}
-        session.env.files.hook_summary.write_text(json.dumps(report, indent=1))
-
-    def usage(self, transcript: CliTranscript) -> Usage:
-        """Tokens and cost of a run: priced from ``prices`` for the model (0 for a model
-        with no price), or the CLI's own cost where the CLI reports one and talks to its
-        vendor's endpoint.
-
-        A CLI prices tokens at its vendor's list price for the model's name (Claude Code's
-        ``total_cost_usd``), whatever endpoint served them: against ``base_url`` (or a
-        passed ``*_BASE_URL``) that figure is fictitious, so it is never the record's; it
-        stays in the CLI's own output (``AttemptPaths.cli_stdout``)."""
-        model = transcript.model or self.model or self.dialect.default_model()
-        cost = transcript.cost_usd if self._vendor_endpoint() else None
-        if cost is None:
-            price = self.prices.get(model or "", {})
-            cost = price_tokens(price, transcript.input_tokens, transcript.output_tokens,
-                                transcript.cached_input_tokens)
-        return Usage(input_tokens=transcript.input_tokens, output_tokens=transcript.output_tokens,
-                     cached_input_tokens=transcript.cached_input_tokens,
-                     cost_usd=round(cost, 8), model=model, route=self.dialect.target,
-                     malformed_tool_calls=malformed_calls(transcript.faults))

@@ -15,6 +15,11 @@ its capabilities (``Environment.hook_transport``):
   answers ``ANS TOKEN ID BASE64`` in this process through the endpoint's ``answer`` (the
   policies' ``HookAnswerer``). The policies, their state and the activity log never enter
   the box.
+- neither (:class:`FileHooks`): a box with no stream (one-shot exec and file transfer
+  only, Harbor's shape). The same shim and spool, without the FIFO; the relay's steps run
+  as one-shot execs of ``hook_relay.sh`` (``files.py``: one collects the requests, one
+  delivers each answer), read by the same :class:`~.server.HookServer`. It needs only the
+  contract's core (``run``, ``write_file``), so every backend can run it.
 
 The channel is the agent's to attack, so it is walled and watched. Shim, relay and spool
 are root's; a CLI of another user can submit requests but not forge answers. ``TOKEN`` is
@@ -30,13 +35,17 @@ served (the relay sweeps its inbox every second).
 
 Shim, relay and server speak only the line protocol above; nothing here knows a backend
 or a policy. The shim exits 0 with the answer, or 1 (a non-blocking hook error for both
-CLIs) when the relay is gone; never 2, which would block the agent.
+CLIs) when the relay is gone or no answer comes; never 2, which would block the agent. So
+a hook that gets no answer fails the same in every transport: the CLI's tool call has no
+host hook event behind it, which the attempt's reconciliation names
+(``agents/coding_agents/evidence.reconcile``), making the attempt invalid.
 """
 
 from __future__ import annotations
 
 import json
 import secrets
+import shlex
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -44,6 +53,7 @@ from typing import Any, Protocol
 
 from fire_exp.attempt_paths import AttemptPaths
 from fire_exp.environments.failure import EnvironmentFailure
+from fire_exp.environments.hook_transport.files import FileStream, SpoolBox
 from fire_exp.environments.hook_transport.server import (
     HEARTBEAT_GAP_S,
     Answer,
@@ -61,6 +71,7 @@ __all__ = [
     "HookEndpoint",
     "HookServer",
     "ChannelCounts",
+    "FileHooks",
     "HookTransport",
     "HostHooks",
     "LineStream",
@@ -185,6 +196,9 @@ class RelayHooks:
         report_path: where :meth:`close` writes :meth:`report` (None: nowhere).
     """
 
+    # A heartbeat gap over this is a sign that the relay was stopped (None: no sign).
+    heartbeat_limit: float | None = HEARTBEAT_GAP_S
+
     def __init__(self, stream: LineStream, answer: Answer, token: str,
                  report_path: Path | None = None) -> None:
         self._stream = stream
@@ -234,7 +248,8 @@ class RelayHooks:
                 "too_large": counts.too_large, "heartbeats": counts.heartbeats,
                 "max_heartbeat_gap_s": counts.max_heartbeat_gap_s,
                 "relay_lost": counts.relay_lost,
-                "tamper": tamper_reasons(counts, oversize, self._stream.max_line)}
+                "tamper": tamper_reasons(counts, oversize, self._stream.max_line,
+                                         gap_limit=self.heartbeat_limit)}
 
     def close(self) -> None:
         """Stop serving, end the relay, write :meth:`report` where the attempt keeps it."""
@@ -245,16 +260,63 @@ class RelayHooks:
             self._report_path.write_text(json.dumps(self.report(), indent=1) + "\n")
 
 
-def tamper_reasons(counts: ChannelCounts, oversize: int, max_line: int) -> list[str]:
+
+class FileHooks(RelayHooks):
+    """A box with no stream: the shim and spool of :class:`RelayHooks`, the relay's steps
+    as one-shot execs (:class:`~.files.FileStream`), in the box's ``harness`` folder.
+
+    The heartbeat here times the harness's own collects, which no agent can stop: a gap is
+    reported, never a sign of tampering; collects that keep failing end the channel
+    (``relay_lost``, which is).
+    """
+
+    heartbeat_limit = None
+
+    def __init__(self, stream: LineStream, answer: Answer, token: str,
+                 report_path: Path | None, shim: str, spool: str) -> None:
+        super().__init__(stream, answer, token, report_path)
+        self.shim, self.spool = shim, spool
+
+    @classmethod
+    def open_spool(cls, env: SpoolBox, endpoint: HookEndpoint, harness: str) -> FileHooks:
+        """Copy the shim and the relay into the box folder ``harness`` of ``env``, lay out
+        the spool there, serve it.
+
+        Raises:
+            EnvironmentFailure: the spool was not laid out (the box lacks bash or base64).
+        """
+        shim, relay, spool = (f"{harness}/bin/fire-exp-hook", f"{harness}/hook_relay.sh",
+                              f"{harness}/hooks")
+        env.write_file(shim, script("hook_shim.sh").read_bytes(), 0o755)
+        env.write_file(relay, script("hook_relay.sh").read_bytes(), 0o755)
+        token = secrets.token_hex(16)
+        stream = FileStream(env, relay, spool, token, MAX_PAYLOAD)
+        stream.setup()
+        transport = cls(stream, endpoint.answer(), token, env.files.hook_channel, shim, spool)
+        try:
+            transport.server.start(_READY_S)
+        except TimeoutError as exc:
+            transport.close()
+            raise EnvironmentFailure(f"the hook spool did not answer: {exc}") from exc
+        return transport
+
+    def command(self, event: str) -> str:
+        """The shim's command line for ``event``, told its spool."""
+        return shlex.join([self.shim, event, self.spool])
+
+
+def tamper_reasons(counts: ChannelCounts, oversize: int, max_line: int, *,
+                   gap_limit: float | None = HEARTBEAT_GAP_S) -> list[str]:
     """The named signs, in ``counts`` and the stream's ``oversize`` (lines over its cap of
     ``max_line`` bytes), that something other than the relay wrote to the channel or
-    stopped it (the relay alone never does these)."""
+    stopped it (the relay alone never does these); a heartbeat gap over ``gap_limit``
+    (None: no gap is a sign) is one."""
     reasons = []
     if counts.relay_lost:
         reasons.append("hook relay lost: its stream ended while the agent ran")
-    if counts.max_heartbeat_gap_s > HEARTBEAT_GAP_S:
+    if gap_limit is not None and counts.max_heartbeat_gap_s > gap_limit:
         reasons.append(f"hook relay heartbeat gap of {counts.max_heartbeat_gap_s:.1f} s "
-                       f"(over {HEARTBEAT_GAP_S:g} s: the relay was stopped)")
+                       f"(over {gap_limit:g} s: the relay was stopped)")
     if counts.bad_token:
         reasons.append(f"{counts.bad_token} line(s) on the hook channel without the "
                        "attempt's token (written into the relay's output)")

@@ -1,5 +1,5 @@
 #!/bin/sh
-# fire-exp-hook EVENT: the hook command of a coding CLI running inside an attempt's container.
+# fire-exp-hook EVENT [SPOOL]: the hook command of a coding CLI running inside an attempt's box.
 #
 # It forwards one hook call (the CLI's JSON on stdin) to the policy bridge on the host and
 # prints the bridge's answer. POSIX sh and coreutils only (cat, mv, rm, date, sleep,
@@ -10,7 +10,9 @@
 # FIFO; the relay sends it up; the answer comes back as answers/KEY.out, which only the
 # relay (root) can write and nobody can list, so an agent that does not run as root can
 # neither forge an answer, nor read or remove one before the shim did, nor rewrite this
-# file. KEY never appears in a command line before the answer is read. It runs as
+# file. KEY never appears in a command line before the answer is read. A box with no
+# stream has no relay: its spool has no FIFO, and the harness's one-shot execs collect the
+# request and write the answer in the same places (hook_relay.sh's one-shot modes). It runs as
 # whichever user the CLI runs as. The policies, their state and the activity log never
 # enter the container.
 #
@@ -21,10 +23,10 @@
 # the agent.
 trap 'st=$?; [ "${answered:-}" = 1 ] && exit 0; [ "$st" -eq 0 ] || exit 1' EXIT
 set -u
-spool=${FIRE_HOOK_SPOOL:-/opt/fire-exp/hooks}
+spool=${2:-${FIRE_HOOK_SPOOL:-/opt/fire-exp/hooks}}
 event=${1:-}
 case $event in
-  '' | *[!A-Za-z]*) echo "fire-exp-hook: usage: fire-exp-hook EVENT" >&2; exit 1 ;;
+  '' | *[!A-Za-z]*) echo "fire-exp-hook: usage: fire-exp-hook EVENT [SPOOL]" >&2; exit 1 ;;
 esac
 id="$$-$(date +%s%N)"
 key=$(od -An -N16 -tx1 /dev/urandom | tr -d ' \n')
@@ -40,7 +42,10 @@ then
 fi
 # One short line (< PIPE_BUF) is written atomically, so concurrent hooks do not interleave.
 # The relay keeps the FIFO open; if it is gone, opening it would block: hence the timeout.
-if ! timeout 5 sh -c 'printf "%s %s\n" "$1" "$2" > "$3"' sh "$id" "$event" "$spool/requests"
+# No FIFO: no relay to wake (the harness polls the inbox); the spool is not the agent's to
+# change, so only the harness's set-up decides which.
+[ -p "$spool/requests" ] && wake=1 || wake=0
+if [ "$wake" = 1 ] && ! timeout 5 sh -c 'printf "%s %s\n" "$1" "$2" > "$3"' sh "$id" "$event" "$spool/requests"
 then
   rm -f "$spool/inbox/$id.$event.in"
   echo "fire-exp-hook: the hook relay is not running" >&2; exit 1
@@ -56,5 +61,5 @@ while [ ! -e "$spool/answers/$key.out" ]; do
 done
 cat < "$spool/answers/$key.out" && answered=1
 # The relay removes the answer (answers/ is not ours to write).
-timeout 5 sh -c 'printf "done %s %s\n" "$1" "$2" > "$3"' sh "$id" "$key" "$spool/requests"
+[ "$wake" = 1 ] && timeout 5 sh -c 'printf "done %s %s\n" "$1" "$2" > "$3"' sh "$id" "$key" "$spool/requests"
 exit 0

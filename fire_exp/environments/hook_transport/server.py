@@ -125,7 +125,7 @@ class HookServer:
         try:
             while not self.closed.is_set():
                 line = self._read_line()
-                if not line:
+                if not line or self.closed.is_set():  # a line read after close is not served
                     break
                 self._dispatch(line)
         except Exception:  # noqa: BLE001, S110 - the stream ended (container gone, closed)

@@ -190,7 +190,7 @@ def _bootstrap(tag: str, force: bool) -> BootstrapResult:
         client.close()
 
 
-class DockerPanel(Environment):
+class DockerEngine(Environment):
     """The Docker backend's class methods: what it does around a panel's attempts, on the
     engine this process reaches (``DockerEnvironment`` is one attempt's container)."""
 
