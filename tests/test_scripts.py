@@ -50,7 +50,7 @@ def _run(tmp_path: Path, docker_ok: bool, have: tuple[str, ...] = (
     # missing, whatever this machine has installed.
     tools = tmp_path / "tools"
     tools.mkdir()
-    for tool in ("bash", "id", "dirname", "mktemp", "setsid", "mv", "cat", "tail"):
+    for tool in ("bash", "id", "dirname", "mktemp", "setsid", "mv", "cat", "tail", "rm"):
         (tools / tool).symlink_to(shutil.which(tool) or f"/usr/bin/{tool}")
     env = {k: v for k, v in os.environ.items() if k != "FIRE_TEST_WORKERS"}  # the default
     env |= {"PATH": f"{tmp_path}:{tools}"} | ({"FIRE_TEST_WORKERS": workers} if workers else {})

@@ -42,6 +42,7 @@ from fire_exp.environments.inbox import procs
 from fire_exp.environments.session_client import SessionClient
 from fire_exp.environments.session_files import LEASE_S, FileChannel
 from fire_exp.registry import REGISTRY
+from fire_exp.settings import Seconds, Settings
 from fire_exp.tasks.model import Task
 
 _SETUP_S = 120.0
@@ -49,6 +50,12 @@ _SETUP_S = 120.0
 # container's removal does this for Docker). The agent's commands get FIRE_ATTEMPT from
 # the session host alone, so the transport's own execs are never counted as the agent's.
 _BOX_VAR = "FIRE_TEST_ONESHOT_BOX"
+
+
+class OneShotSettings(Settings):
+    """The one-shot box's settings: how long a lease of the session host lasts."""
+
+    lease_s: Seconds = LEASE_S
 
 
 class OneShotBox(Environment):
@@ -63,6 +70,7 @@ class OneShotBox(Environment):
     # No HOST_HOOKS, no HOOK_RELAY: a CLI's hooks go through the spool in the box, moved by
     # one-shot execs (hook_transport.FileHooks), as in a remote box.
     capabilities = frozenset({Capability.SERVICES})
+    settings_model = OneShotSettings
 
     def __init__(self, task: Task, attempt_dir: Path, attempt_id: str, *,
                  lease_s: float = LEASE_S) -> None:
