@@ -49,7 +49,9 @@ def _run(tmp_path: Path, docker_ok: bool, have: tuple[str, ...] = (
     tools.mkdir()
     for tool in ("bash", "id", "dirname"):
         (tools / tool).symlink_to(shutil.which(tool) or f"/usr/bin/{tool}")
-    full_env = {k: v for k, v in os.environ.items() if k != "FIRE_TEST_WORKERS"}  # the default
+    # The defaults: no worker count, no bytecode cache named (scripts/test sets one).
+    full_env = {k: v for k, v in os.environ.items()
+                if k not in ("FIRE_TEST_WORKERS", "PYTHONPYCACHEPREFIX")}
     full_env |= {"PATH": f"{tmp_path}:{tools}"} | (
         {"FIRE_TEST_WORKERS": workers} if workers else {}) | (env or {})
     proc = subprocess.run([str(repo / "scripts" / "test"), *args], env=full_env,
