@@ -24,12 +24,14 @@ def test_resume_of_a_missing_run_is_refused(tmp_path: Path) -> None:
 def test_resume_reverifies_the_preregistration(tmp_path: Path) -> None:
     rule = "+panel.replacement={max_replacements:1,causes:[provider_failed]}"
     # "1:before": the driver dies at its first store write, after the preregistration step
-    first = cli("run=r", rule, results=tmp_path, env={"FIRE_EXP_CRASH_AT": "1:before"})
+    first = cli("run=r", rule, results=tmp_path, env={"FIRE_EXP_CRASH_AT": "1:before"},
+                subprocess_=True)
     assert first.returncode < 0 and (tmp_path / "rt" / "r" / "prereg.json").is_file()
     changed = cli("resume=r", results=tmp_path)  # the replacement rule is frozen
     assert changed.returncode == 2 and "changed since freezing" in changed.stderr
     assert "panel_config" in changed.stderr
-    same = cli("resume=r", rule, results=tmp_path, env={"FIRE_EXP_CRASH_AT": "1:before"})
+    same = cli("resume=r", rule, results=tmp_path, env={"FIRE_EXP_CRASH_AT": "1:before"},
+               subprocess_=True)
     assert same.returncode < 0, same.stderr  # verified, and got as far as the store
 
 
