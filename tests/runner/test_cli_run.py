@@ -7,6 +7,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 from hydra import compose, initialize_config_dir
 
 from fire_exp.cli._hydra import to_run_config
@@ -77,7 +78,9 @@ def test_a_bad_environment_parameter_refuses_before_the_first_attempt(tmp_path: 
     assert not (tmp_path / "rt").exists()
 
 
+@pytest.mark.slow
 def test_resume_refuses_records_the_manifest_never_scheduled(tmp_path: Path) -> None:
+    """Slow: a whole small panel, before its records are edited."""
     import json
 
     assert cli("run=r", results=tmp_path).returncode == 0

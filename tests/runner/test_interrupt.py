@@ -14,6 +14,8 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
+
 from fire_exp.records import read_records
 from tests.conftest import run_cli
 from tests.runner.runner_helpers import ROOT, SMALL, cli_env, leftovers
@@ -27,7 +29,9 @@ def _wait_for(condition, timeout: float = 60.0) -> None:  # type: ignore[no-unty
         time.sleep(0.05)
 
 
+@pytest.mark.slow
 def test_sigint_leaves_no_process_and_resumes(tmp_path: Path) -> None:
+    """Slow: a panel of slowly thinking attempts interrupted mid-way, then resumed."""
     attempts = tmp_path / "rt" / "int" / "attempts.jsonl"
     # Slow thinking keeps attempts in flight (with their processes) when the signal comes.
     proc = popen_interruptible(
