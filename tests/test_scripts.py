@@ -73,8 +73,9 @@ def test_the_fast_tier_sets_nothing_up_and_leaves_out_what_needs_a_machine(
         tmp_path: Path) -> None:
     proc, calls = _run(tmp_path, docker_ok=False, args=("--fast", "tests/stats"))
     assert proc.returncode == 0, proc.stderr
-    # No Docker check, no pip, no base image: pytest alone, the heavy markers left out.
-    assert calls == [f"{PYTEST} {FAST} tests/stats"]
+    # No Docker check, no pip, no base image: pytest alone, the heavy markers left out;
+    # three workers a core (two cores here), not two.
+    assert calls == [f"{PYTEST.replace('-n 4', '-n 6')} {FAST} tests/stats"]
 
 
 def test_pytest_caches_compiled_modules_once_outside_the_checkout(tmp_path: Path) -> None:
