@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -107,10 +108,17 @@ def _doubles() -> None:
 
 
 @pytest.fixture()
-def script() -> type[Script]:
+def script() -> Iterator[type[Script]]:
+    """``Script``, empty; emptied again after the test, so a test of the same worker that
+    does not ask for it meets no failure planted here."""
+    _empty_script()
+    yield Script
+    _empty_script()
+
+
+def _empty_script() -> None:
     for field in ("env_fails", "provider_fails", "times_out", "silent"):
         setattr(Script, field, set())
-    return Script
 
 
 def run_config(tmp: Path, *, arms: tuple[str, ...] = ARMS, replacement: dict | None = None,
