@@ -92,18 +92,25 @@ def mark_and_order(config: pytest.Config, items: list[pytest.Item]) -> None:
             if (group := group_of(item)) is not None:
                 _tell_the_scheduler(item, group)
 
-    def rank(item: pytest.Item) -> float:
-        # A group's tests run one after the other on one worker: the whole chain starts
-        # early (the model servers' is the suite's longest), its Docker tests at its end,
-        # by when the engine judges are done.
-        use = engine_use(item)
-        if use == "exclusive":
-            return 0
-        if group_of(item):
-            return 1.5 if use == "shared" else 1
-        return 3 if use == "shared" else 2
-
     items.sort(key=rank)  # stable: a module's tests keep their order
+
+
+def rank(item: pytest.Item) -> tuple[float, int]:
+    """Where the item goes in the order the scheduler hands out (lowest first).
+
+    A group's tests run one after the other on one worker: the whole chain starts early
+    (the model servers' is the suite's longest), its Docker tests at its end, by when the
+    engine judges are done. Of the tests without a group or the engine, those marked
+    ``slow`` go first: one handed out last keeps its worker busy after the others end (the
+    fast tier's 22-second multirun, collected last, ended its run 19 s after the rest)."""
+    use = engine_use(item)
+    if use == "exclusive":
+        return 0, 0
+    if group_of(item):
+        return (1.5 if use == "shared" else 1), 0
+    if use == "shared":
+        return 3, 0
+    return 2, 0 if item.get_closest_marker("slow") else 1
 
 
 def _tell_the_scheduler(item: pytest.Item, group: str) -> None:

@@ -84,7 +84,9 @@ def test_run_refuses_when_a_frozen_item_changed(tmp_path: Path) -> None:
     assert not (tmp_path / "r").exists() or not list((tmp_path / "r").rglob("attempts.jsonl"))
 
 
+@pytest.mark.slow
 def test_multirun_over_agent_tiers(tmp_path: Path) -> None:
+    """Slow: two runs of the demo panel (one per tier, Hydra's multirun)."""
     proc = run_cli("run", "-m", "panel=demo", "agent.tier=weak,strong", "panel.attempts=1",
                    "panel.arms=[real,baseline]", f"results_dir={tmp_path}", "analyze=false",
                    cwd=tmp_path)

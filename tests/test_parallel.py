@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.parallel import GROUPS, JUDGES_THE_ENGINE, EngineLock
+from tests.parallel import GROUPS, JUDGES_THE_ENGINE, EngineLock, rank
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -57,6 +57,27 @@ def test_users_share_the_engine_and_keep_a_judge_out(tmp_path: Path) -> None:
     user.hold(None)
     assert user.fd is None and _other_process(user.main, "ex") == "got"
 
+
+class _Item:
+    """What ``rank`` reads of a collected test: its id, marks and fixtures."""
+
+    def __init__(self, nodeid: str, *marks: pytest.MarkDecorator) -> None:
+        self.nodeid, self.fixturenames = nodeid, ()
+        self.marks = {m.mark.name: m.mark for m in marks}
+
+    def get_closest_marker(self, name: str) -> object:
+        return self.marks.get(name)
+
+
+def test_slow_tests_without_a_group_or_the_engine_are_handed_out_first() -> None:
+    items = [_Item("tests/a.py::quick"), _Item("tests/a.py::slow", pytest.mark.slow),
+             _Item("tests/b.py::docker", pytest.mark.docker, pytest.mark.slow),
+             _Item("tests/b.py::quick_too"), _Item("tests/c.py::slow_too", pytest.mark.slow),
+             _Item("tests/runner/test_ray.py::grouped"),
+             _Item("tests/d.py::judge", pytest.mark.xdist_group("machine-engine"))]
+    ordered = sorted(items, key=rank)  # type: ignore[arg-type]  # what rank reads of an item
+    assert [i.nodeid.split("::")[1] for i in ordered] == [
+        "judge", "grouped", "slow", "slow_too", "quick", "quick_too", "docker"]
 
 
 @pytest.mark.xdist_group("parallel-self-check")

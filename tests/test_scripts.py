@@ -30,14 +30,17 @@ FAST = '-m not docker and not browser and not ray and not llm and not cli'
 def _run(tmp_path: Path, docker_ok: bool, have: tuple[str, ...] = (
         "mmdebstrap", "chromedriver", "pdflatex"), args: tuple[str, ...] = ("tests/stats", "-x"),
          pytest_exit: int = 0, workers: str | None = None, build: str = "true",
+         env: dict[str, str] | None = None,
          ) -> tuple[subprocess.CompletedProcess[str], list[str]]:
     for name in ("fire-exp", "apt-get", *have):
         _stub(tmp_path, name, "true")
     nproc = tmp_path / "nproc"  # two cores: four workers (not a call the script makes)
     nproc.write_text("#!/bin/bash\necho 2\n")
     nproc.chmod(0o755)
-    # python: pip succeeds; pytest exits with ``pytest_exit``.
-    _stub(tmp_path, "python", f'[ "$2" = pytest ] && exit {pytest_exit}; true')
+    # python: pip succeeds; pytest notes its bytecode settings and exits with ``pytest_exit``.
+    bytecode = ('echo "PYTHONPYCACHEPREFIX=${PYTHONPYCACHEPREFIX-unset} '
+                f'PYTHONDONTWRITEBYTECODE=${{PYTHONDONTWRITEBYTECODE-unset}}" > {tmp_path}/bytecode')
+    _stub(tmp_path, "python", f'[ "$2" = pytest ] && {{ {bytecode}; exit {pytest_exit}; }}; true')
     _stub(tmp_path, "docker", "true" if docker_ok else "exit 1")
     # A stand-in checkout: the real script, and stubs for the llama.cpp steps.
     repo = tmp_path / "repo"
@@ -52,9 +55,12 @@ def _run(tmp_path: Path, docker_ok: bool, have: tuple[str, ...] = (
     tools.mkdir()
     for tool in ("bash", "id", "dirname", "mktemp", "setsid", "mv", "cat", "tail", "rm"):
         (tools / tool).symlink_to(shutil.which(tool) or f"/usr/bin/{tool}")
-    env = {k: v for k, v in os.environ.items() if k != "FIRE_TEST_WORKERS"}  # the default
-    env |= {"PATH": f"{tmp_path}:{tools}"} | ({"FIRE_TEST_WORKERS": workers} if workers else {})
-    proc = subprocess.run([str(repo / "scripts" / "test"), *args], env=env,
+    # The defaults: no worker count, no bytecode cache named (scripts/test sets one).
+    full_env = {k: v for k, v in os.environ.items()
+                if k not in ("FIRE_TEST_WORKERS", "PYTHONPYCACHEPREFIX")}
+    full_env |= {"PATH": f"{tmp_path}:{tools}"} | (
+        {"FIRE_TEST_WORKERS": workers} if workers else {}) | (env or {})
+    proc = subprocess.run([str(repo / "scripts" / "test"), *args], env=full_env,
                           capture_output=True, text=True, timeout=60)
     calls = tmp_path / "calls"
     return proc, calls.read_text().splitlines() if calls.is_file() else []
@@ -99,8 +105,24 @@ def test_the_fast_tier_sets_nothing_up_and_leaves_out_what_needs_a_machine(
         tmp_path: Path) -> None:
     proc, calls = _run(tmp_path, docker_ok=False, args=("--fast", "tests/stats"))
     assert proc.returncode == 0, proc.stderr
-    # No Docker check, no pip, no base image: pytest alone, the heavy markers left out.
-    assert calls == [f"{PYTEST} {FAST} tests/stats"]
+    # No Docker check, no pip, no base image: pytest alone, the heavy markers left out;
+    # three workers a core (two cores here), not two.
+    assert calls == [f"{PYTEST.replace('-n 4', '-n 6')} {FAST} tests/stats"]
+
+
+def test_pytest_caches_compiled_modules_once_outside_the_checkout(tmp_path: Path) -> None:
+    # A shell's PYTHONDONTWRITEBYTECODE had every worker compile and rewrite every module.
+    home = tmp_path / "home"
+    env = {"PYTHONDONTWRITEBYTECODE": "1", "HOME": str(home), "XDG_CACHE_HOME": ""}
+    for tier, args in (("fast", ("--fast", "tests/stats")), ("full", ("tests/stats",))):
+        (tmp_path / tier).mkdir()
+        proc, _ = _run(tmp_path / tier, docker_ok=True, args=args, env=env)
+        assert proc.returncode == 0, proc.stderr
+        assert (tmp_path / tier / "bytecode").read_text().split() == [
+            f"PYTHONPYCACHEPREFIX={home}/.cache/fire-exp/pycache", "PYTHONDONTWRITEBYTECODE=unset"]
+    (tmp_path / "own").mkdir()
+    _run(tmp_path / "own", docker_ok=True, env=env | {"PYTHONPYCACHEPREFIX": "/elsewhere"})
+    assert "PYTHONPYCACHEPREFIX=/elsewhere" in (tmp_path / "own" / "bytecode").read_text()
 
 
 def test_a_fast_tier_with_no_test_in_it_passes_and_says_so(tmp_path: Path) -> None:

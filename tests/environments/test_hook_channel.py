@@ -7,6 +7,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import secrets
 import signal
 import socket
 import subprocess
@@ -28,6 +29,7 @@ from fire_exp.environments.hook_transport import (
 )
 
 TOKEN = "00112233445566778899aabbccddeeff"
+MARK = "FIRE_TEST_HOOK_CHANNEL"  # in the shims' environment: which channel started them
 
 
 class PipeStream:
@@ -69,6 +71,7 @@ class Channel:
         self.spool = tmp_path / "spool"
         self.report_path = tmp_path / "hooks" / "channel.json"
         self.asked: list[tuple[str, bytes]] = []
+        self.mark = secrets.token_hex(8)
         self.stream = PipeStream(self.spool, max_payload)
         self.stream.send_line(f"{TOKEN}\n".encode())
         self.hooks = RelayHooks(self.stream, self.answer, TOKEN, self.report_path)
@@ -81,8 +84,19 @@ class Channel:
     def shim(self, event: str, payload: bytes) -> subprocess.CompletedProcess[bytes]:
         return subprocess.run(["sh", str(script("hook_shim.sh")), event], input=payload,
                               capture_output=True, timeout=30,
-                              env={"PATH": os.environ["PATH"],
+                              env={"PATH": os.environ["PATH"], MARK: self.mark,
                                    "FIRE_HOOK_SPOOL": str(self.spool), "FIRE_HOOK_WAIT_S": "5"})
+
+    def shim_command_lines(self) -> list[str]:
+        """The command lines of this channel's shims and their children (the environment
+        mark they inherit), never another test's: other workers run shims meanwhile."""
+        wanted, lines = f"{MARK}={self.mark}".encode(), []
+        for name in filter(str.isdigit, os.listdir("/proc")):
+            with contextlib.suppress(OSError):
+                if wanted in Path(f"/proc/{name}/environ").read_bytes().split(b"\0"):
+                    cmdline = Path(f"/proc/{name}/cmdline").read_bytes()
+                    lines.append(cmdline.replace(b"\0", b" ").decode(errors="replace"))
+        return lines
 
     def submit(self, line: str) -> None:
         """Write a line into the relay's FIFO, as a shim (or an agent) does."""
@@ -182,8 +196,9 @@ def test_answers_are_keyed_a_done_for_another_answer_is_tamper(channel: Channel)
     def starve() -> None:
         while not stop.is_set():
             with contextlib.suppress(OSError):
-                for line in subprocess.run(["pgrep", "-af", "printf"], capture_output=True,
-                                           text=True).stdout.splitlines():
+                for line in channel.shim_command_lines():
+                    if "printf" not in line:
+                        continue
                     for word in line.split():
                         if "-" in word and word.replace("-", "").isdigit():
                             channel.submit(f"done {word}")
@@ -198,7 +213,9 @@ def test_answers_are_keyed_a_done_for_another_answer_is_tamper(channel: Channel)
         stop.set()
         thief.join(10)
     assert [(r.returncode, r.stdout) for r in results] == [(0, b'{"decision": "block"}')] * 3
-    assert not list((channel.spool / "answers").iterdir())  # each shim's done removed its own
+    # Each shim's done removed its own answer: the relay reads the last one after its shim
+    # has exited (a FIFO write does not wait for the reader), so wait for it, bounded.
+    wait_for(lambda: not list((channel.spool / "answers").iterdir()), "an answer was left")
     report = channel.close()
     assert report["refused"]["stray_done"] >= 1
     assert any("'done' line(s) on the hook relay's FIFO for answers it did not deliver" in r

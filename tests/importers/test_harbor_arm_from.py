@@ -4,9 +4,6 @@ real job folders often share the agent's name and differ only in its arguments."
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -14,8 +11,7 @@ import pytest
 from fire_exp.errors import InputError
 from fire_exp.importers import ArmMapping, import_harbor, load_mapping
 from fire_exp.records import read_records
-
-ROOT = Path(__file__).resolve().parents[2]
+from tests.conftest import run_cli
 
 
 def trial(job: Path, task: str, n: int, harness: str, reward: float) -> None:
@@ -67,14 +63,10 @@ def test_a_path_no_trial_has_is_refused_with_the_keys(job: Path) -> None:
 
 def test_the_cli_takes_a_dotted_path(job: Path, tmp_path: Path) -> None:
     out = tmp_path / "attempts.jsonl"
-    proc = subprocess.run(
-        [sys.executable, "-m", "fire_exp", "import", "harbor", str(job), "--arm-from",
-         "config.agent.kwargs.harness", "--out", str(out)], capture_output=True, text=True,
-        cwd=ROOT, timeout=120, env=os.environ | {"PYTHONPATH": str(ROOT)})
+    proc = run_cli("import", "harbor", str(job), "--arm-from", "config.agent.kwargs.harness",
+                   "--out", str(out))
     assert proc.returncode == 0, proc.stderr
     assert sorted(r.arm for r in read_records(out).finished) == ["fire", "fire", "plain"]
-    bad = subprocess.run(
-        [sys.executable, "-m", "fire_exp", "import", "harbor", str(job), "--arm-from",
-         "not a path", "--out", str(tmp_path / "x.jsonl")], capture_output=True, text=True,
-        cwd=ROOT, timeout=120, env=os.environ | {"PYTHONPATH": str(ROOT)})
+    bad = run_cli("import", "harbor", str(job), "--arm-from", "not a path",
+                  "--out", str(tmp_path / "x.jsonl"))
     assert bad.returncode == 2 and "dotted path into result.json" in bad.stderr

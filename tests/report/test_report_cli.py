@@ -6,6 +6,7 @@ import json
 import shutil
 
 import pandas as pd
+import pytest
 
 from fire_exp.report.latex import check_tex
 from tests.conftest import run_cli
@@ -81,12 +82,28 @@ def _tier_run(folder, tier):
     return folder
 
 
-def test_several_runs_compare_tiers(tmp_path):
+# The tests that read the report of two tiers' runs: on one worker, so it is made once.
+TIERS = pytest.mark.xdist_group("tiers-report")
+
+
+@pytest.fixture(scope="module")
+def tiers_report(tmp_path_factory):
+    """``fire-exp report`` of the demo run as a weak and as a strong tier's: (the two runs'
+    folders, the report's folder)."""
+    tmp_path = tmp_path_factory.mktemp("tiers")
     weak, strong = _tier_run(tmp_path / "a", "weak"), _tier_run(tmp_path / "b", "strong")
     out = tmp_path / "out"
     proc = run_cli("report", str(weak), str(strong), "--plan", "demo", "--out", str(out),
                    cwd=REPO)
     assert proc.returncode == 0, proc.stderr
+    return weak, strong, out
+
+
+@TIERS
+@pytest.mark.slow
+def test_several_runs_compare_tiers(tmp_path, tiers_report):
+    """Slow: the report of two runs (made once for the module's tiers tests)."""
+    weak, strong, out = tiers_report
     tiers = pd.read_csv(out / "tiers.csv")
     assert list(dict.fromkeys(tiers["tier"])) == ["weak", "strong"]
     suite = pd.read_csv(out / "weak" / "suite.csv")
@@ -105,21 +122,18 @@ def test_several_runs_compare_tiers(tmp_path):
     assert no_out.returncode == 2 and "--out" in no_out.stderr
 
 
-def test_a_tier_table_of_panels_without_policies_has_no_fired_column(tmp_path):
+@TIERS
+@pytest.mark.slow
+def test_a_tier_table_of_panels_without_policies_has_no_fired_column(tiers_report):
     """Policy words only where an arm runs a policy: the tiers table of panels whose arms
-    run none (agents-md's) drops "fired", every row as long as the header."""
+    run none (agents-md's) drops "fired", every row as long as the header. Slow: the
+    report of two runs (made once for the module's tiers tests)."""
     from fire_exp.report.tiers import tiers_table
 
-    tiers = pd.read_csv(_tiers_csv(tmp_path))
+    tiers = pd.read_csv(tiers_report[2] / "tiers.csv")
     for fired in (True, False):
         table = tiers_table(tiers, "baseline", fired=fired)
         assert ("fired" in table.header) is fired
         assert {len(row) for row in table.rows} == {len(table.header)}
 
 
-def _tiers_csv(tmp_path):
-    weak, strong = _tier_run(tmp_path / "a", "weak"), _tier_run(tmp_path / "b", "strong")
-    proc = run_cli("report", str(weak), str(strong), "--plan", "demo", "--out",
-                   str(tmp_path / "out"), cwd=REPO)
-    assert proc.returncode == 0, proc.stderr
-    return tmp_path / "out" / "tiers.csv"

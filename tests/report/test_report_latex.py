@@ -10,6 +10,8 @@ import pytest
 from fire_exp.report.latex import check_tex, tabular, tex_escape
 from tests.ci import missing
 
+# With test_report_tables.py: the session's reports are built once (its comment).
+pytestmark = pytest.mark.xdist_group("report-fixtures")
 GOOD = tabular(["arm", "pass^2 %"], [["always_verify", "50%"], ["a&b #1", "-3.5"]], "lr")
 
 

@@ -32,9 +32,11 @@ def test_a_folder_of_other_files_is_refused_and_left_alone(
     assert (mine / "contrasts.csv").read_text() == "my own table\n"
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("command", ["analyze", "report"])
 def test_a_new_folder_then_the_same_folder_again(run: Path, tmp_path: Path,
                                                  command: str) -> None:
+    """Slow: three analyses (with ``report``, three reports) of a run."""
     out = tmp_path / "out"
     assert cli([command, str(run), "--out", str(out)]) == 0
     assert cli([command, str(run), "--out", str(out)]) == 0  # its own earlier output

@@ -9,6 +9,9 @@ import pytest
 TABLES = ["contrasts", "funnel", "funnel_family", "near_miss", "suite", "transitions",
           "interaction", "tasks", "reliability", "accounting", "prereg"]
 FIGURES = ["fig_pass_rates", "fig_funnel", "fig_pass_k", "fig_tasks"]
+# The session's three reports (conftest.py) are built once, on the worker that runs these
+# and test_report_latex.py's checks of them (docs/testing.md: a costly fixture made once).
+pytestmark = pytest.mark.xdist_group("report-fixtures")
 # paper table -> the AnalysisResult table its CSV is (rows may be reordered for reading)
 SOURCES = {"contrasts": "contrasts", "near_miss": "near_miss", "suite": "suite",
            "transitions": "suite_transitions", "interaction": "interaction",

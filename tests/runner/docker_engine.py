@@ -13,10 +13,19 @@ image comes from the machine's engine by ``docker save | docker load``.
 :meth:`SecondEngine.restart` brings a stopped daemon back on the same data (an engine that
 comes back, with what it held). :func:`machine_state` lets the test assert that the
 machine's engine is as it was.
+
+An engine outlives a run that dies without its teardown (a controller killed by SIGTERM:
+the daemon runs in its own session), and its bridge would fail every later run ("fxbr0
+exists already"). So each engine's folder names its owner (the test process's pid and
+start time, in ``owner``), and :func:`missing`, which every module calls before starting
+one, first removes the engines whose owner is dead (:func:`reap_dead_engines`): their
+containers, daemon, networks' bridges, mounts and folder, and the bridge once no living
+engine is left. An engine whose owner lives (another run's, running now) is never touched.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
@@ -28,6 +37,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 BRIDGE, BRIDGE_ADDRESS = "fxbr0", "10.213.0.1/24"
+# Where the engines' folders are made (short: the socket path) and their names' prefix.
+ENGINES_ROOT, PREFIX = Path("/tmp"), "fxd"
 
 
 def machine_state() -> dict[str, set[str]]:
@@ -76,15 +87,7 @@ class SecondEngine:
     def processes(self) -> list[int]:
         """Processes whose command line names this engine's folder (the daemon, its
         containerd and shims)."""
-        found = []
-        for name in filter(str.isdigit, os.listdir("/proc")):
-            try:
-                with open(f"/proc/{name}/cmdline", "rb") as fh:
-                    if str(self.folder).encode() in fh.read():
-                        found.append(int(name))
-            except OSError:
-                continue
-        return found
+        return _processes_naming(self.folder)
 
     def docker(self, *args: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
         """``docker ARGS`` against this engine."""
@@ -98,35 +101,26 @@ class SecondEngine:
         networks go first, and any bridge of theirs still there after."""
         networks: list[str] = []
         if self.proc.poll() is None:
-            ids = self.docker("ps", "-aq").stdout.split()
-            if ids:
-                self.docker("rm", "-f", *ids)
-            networks = self.docker("network", "ls", "-q", "--no-trunc", "--filter",
-                                   "type=custom").stdout.split()
-            if networks:
-                self.docker("network", "rm", *networks)
+            networks = _empty(self.host)
             self.proc.send_signal(signal.SIGTERM)
             try:
                 self.proc.wait(timeout=30)
             except subprocess.TimeoutExpired:
                 self.proc.kill()
                 self.proc.wait(timeout=10)
-        for bridge in [BRIDGE] + [f"br-{network[:12]}" for network in networks]:
-            subprocess.run(["ip", "link", "del", bridge], capture_output=True, check=False)
-        for line in Path("/proc/mounts").read_text().splitlines():  # overlay leftovers
-            mount = line.split()[1]
-            if mount.startswith(str(self.folder)):
-                subprocess.run(["umount", "-l", mount], capture_output=True, check=False)
-        shutil.rmtree(self.folder, ignore_errors=True)
+        _remove_bridges([BRIDGE] + [f"br-{network[:12]}" for network in networks])
+        _remove_folder(self.folder)
 
 
 def missing() -> str | None:
-    """Why a second engine cannot start here, or None."""
+    """Why a second engine cannot start here, or None. An engine a dead run left is
+    removed first (:func:`reap_dead_engines`), so only a living one's bridge is in the way."""
     if os.geteuid() != 0:
         return "a second dockerd needs root"
     for tool in ("dockerd", "docker", "ip"):
         if shutil.which(tool) is None:
             return f"{tool} is not installed"
+    reap_dead_engines()
     if subprocess.run(["docker", "info"], capture_output=True, timeout=60).returncode:
         return "the machine's Docker engine is not reachable"
     if subprocess.run(["ip", "link", "show", BRIDGE], capture_output=True).returncode == 0:
@@ -136,7 +130,8 @@ def missing() -> str | None:
 
 def start_engine(images: tuple[str, ...]) -> SecondEngine:
     """Start the second engine and load ``images`` into it from the machine's engine."""
-    folder = Path(tempfile.mkdtemp(prefix="fxd", dir="/tmp"))  # short: the socket path
+    folder = Path(tempfile.mkdtemp(prefix=PREFIX, dir=ENGINES_ROOT))
+    write_owner(folder)  # before the bridge: a bridge with no living owner is a leftover
     (folder / "daemon.json").write_text(json.dumps({"storage-driver": _storage_driver()}))
     for cmd in (["ip", "link", "add", BRIDGE, "type", "bridge"],
                 ["ip", "addr", "add", BRIDGE_ADDRESS, "dev", BRIDGE],
@@ -179,3 +174,115 @@ def _wait_up(engine: SecondEngine, timeout: float = 60) -> None:
             return
         time.sleep(0.3)
     raise RuntimeError("the second dockerd did not come up")
+
+
+# --- an engine whose run died -----------------------------------------------------------
+
+def write_owner(folder: Path, pid: int | None = None) -> None:
+    """Name the engine's owner in its folder: this process (or ``pid``), by its pid and
+    start time (a pid used again by another process is not the owner)."""
+    pid = os.getpid() if pid is None else pid
+    (folder / "owner.tmp").write_text(f"{pid} {_start_time(pid)}\n")
+    os.replace(folder / "owner.tmp", folder / "owner")  # whole or absent, never half
+
+
+def owner_alive(folder: Path) -> bool:
+    """Whether the engine in ``folder`` belongs to a living process. A folder that names
+    no owner (being made this instant, or made before owners were written) or names it
+    unreadably is not provably dead, so it counts as alive."""
+    try:
+        pid, start = (folder / "owner").read_text().split()
+        return _start_time(int(pid)) == start
+    except (OSError, ValueError):
+        return True
+
+
+def reap_dead_engines(root: Path = ENGINES_ROOT, bridge: str = BRIDGE) -> list[Path]:
+    """Remove every engine under ``root`` whose owner is dead (its containers and networks
+    through its daemon if that still answers, its processes, its networks' bridges, its
+    mounts and its folder), then ``bridge`` if no engine with a living owner is left.
+    Returns the folders removed."""
+    reaped, living = [], False
+    for folder in sorted(root.glob(f"{PREFIX}*")):
+        if not folder.is_dir() or folder.is_symlink():
+            continue
+        if owner_alive(folder):
+            living = True
+            continue
+        networks = _empty(f"unix://{folder}/docker.sock") if _processes_naming(folder) else []
+        _end_processes(folder)
+        _remove_bridges([f"br-{network[:12]}" for network in networks])
+        _remove_folder(folder)
+        reaped.append(folder)
+    if not living:
+        _remove_bridges([bridge])
+    return reaped
+
+
+def _start_time(pid: int) -> str | None:
+    """The process's start time (``/proc/PID/stat`` field 22), or None if it is gone."""
+    try:
+        data = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return None
+    fields = data[data.rindex(")") + 2:].split()  # the name may hold spaces and ')'
+    return None if fields[0] in ("Z", "X") else fields[19]
+
+
+def _processes_naming(folder: Path) -> list[int]:
+    """Processes whose command line names a path in ``folder`` (an engine's daemon, its
+    containerd and shims): ``/tmp/fxdab/`` is not ``/tmp/fxdabc/``."""
+    wanted, found = f"{folder}/".encode(), []
+    for name in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            with open(f"/proc/{name}/cmdline", "rb") as fh:
+                if wanted in fh.read():
+                    found.append(int(name))
+        except OSError:
+            continue
+    return found
+
+
+def _empty(host: str) -> list[str]:
+    """Remove the containers and own networks of the engine at ``host``; returns the
+    networks' ids (their bridges outlive the daemon). A daemon that does not answer
+    gives nothing."""
+    def docker(*args: str) -> list[str]:
+        try:
+            return subprocess.run(["docker", "--host", host, *args], capture_output=True,
+                                  text=True, timeout=120).stdout.split()
+        except subprocess.TimeoutExpired:
+            return []
+
+    if ids := docker("ps", "-aq"):
+        docker("rm", "-f", *ids)
+    networks = docker("network", "ls", "-q", "--no-trunc", "--filter", "type=custom")
+    if networks:
+        docker("network", "rm", *networks)
+    return networks
+
+
+def _end_processes(folder: Path, wait_s: float = 30) -> None:
+    """SIGTERM the processes naming ``folder`` (a daemon stops its containers), SIGKILL
+    those left after ``wait_s``."""
+    for sig in (signal.SIGTERM, signal.SIGKILL):
+        for pid in _processes_naming(folder):
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, sig)
+        deadline = time.monotonic() + wait_s  # bounds the wait; not a test of speed
+        while _processes_naming(folder) and time.monotonic() < deadline:
+            time.sleep(0.1)
+
+
+def _remove_bridges(bridges: list[str]) -> None:
+    for bridge in bridges:
+        subprocess.run(["ip", "link", "del", bridge], capture_output=True, check=False)
+
+
+def _remove_folder(folder: Path) -> None:
+    """Unmount what the engine left mounted under ``folder`` (overlays), then remove it."""
+    for line in Path("/proc/mounts").read_text().splitlines():
+        mount = line.split()[1]
+        if mount.startswith(f"{folder}/"):
+            subprocess.run(["umount", "-l", mount], capture_output=True, check=False)
+    shutil.rmtree(folder, ignore_errors=True)

@@ -1,10 +1,11 @@
-"""Helpers of the runner tests: a small panel, test doubles, the CLI as a subprocess."""
+"""Helpers of the runner tests: a small panel, test doubles, ``fire-exp run`` of it."""
 
 from __future__ import annotations
 
 import os
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -17,6 +18,8 @@ from fire_exp.environments.local import LocalEnvironment
 from fire_exp.policies.arms import ARMS
 from fire_exp.registry import REGISTRY
 from fire_exp.runner.cleanup import attempt_processes
+from fire_exp.runner.store import CRASH_ENV
+from tests.conftest import run_cli
 
 ROOT = Path(__file__).resolve().parents[2]
 # Two tasks with rewards that differ across arms under the simulated agent (seed 0).
@@ -26,8 +29,15 @@ SMALL = ["panel.name=rt", "panel.eligible=[serve-status-page]",
 
 
 def cli(*args: str, results: Path, env: dict[str, str] | None = None,
-        timeout: float = 120) -> subprocess.CompletedProcess[str]:
-    """``fire-exp run`` of this worktree as a subprocess."""
+        timeout: float = 120, subprocess_: bool = False) -> subprocess.CompletedProcess[str]:
+    """``fire-exp run`` of this worktree on the small panel: in this process (``run_cli``:
+    the interpreter, Hydra and the imports paid once per worker), or as a subprocess
+    (``subprocess_``) where the process is what is tested: the store's crash hook
+    (``FIRE_EXP_CRASH_AT``) SIGKILLs it, a Ray driver joins a cluster."""
+    if env and CRASH_ENV in env and not subprocess_:
+        raise ValueError(f"{CRASH_ENV} SIGKILLs the process that runs: pass subprocess_=True")
+    if not subprocess_:
+        return run_cli("run", *SMALL, f"results_dir={results}", *args, env=env)
     return subprocess.run([sys.executable, "-m", "fire_exp", "run", *SMALL,
                            f"results_dir={results}", *args], cwd=ROOT, env=cli_env(env),
                           capture_output=True, text=True, timeout=timeout)
@@ -98,10 +108,17 @@ def _doubles() -> None:
 
 
 @pytest.fixture()
-def script() -> type[Script]:
+def script() -> Iterator[type[Script]]:
+    """``Script``, empty; emptied again after the test, so a test of the same worker that
+    does not ask for it meets no failure planted here."""
+    _empty_script()
+    yield Script
+    _empty_script()
+
+
+def _empty_script() -> None:
     for field in ("env_fails", "provider_fails", "times_out", "silent"):
         setattr(Script, field, set())
-    return Script
 
 
 def run_config(tmp: Path, *, arms: tuple[str, ...] = ARMS, replacement: dict | None = None,

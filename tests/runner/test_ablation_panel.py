@@ -6,6 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pandas as pd
+import pytest
 
 from fire_exp.analysis.plan import check_plan_for_panel, load_plan
 from fire_exp.paths import ANALYSIS_DIR
@@ -21,7 +22,9 @@ def test_the_bundled_plans_accept_the_ablation_arms() -> None:
         assert plan.analyses_arm("real-minus-enumeration") and not plan.analyses_arm("realx")
 
 
+@pytest.mark.slow
 def test_an_ablation_panel_runs_to_its_report(tmp_path: Path) -> None:
+    """Slow: a real panel of 18 attempts (2 tasks, 9 arms), its analysis and report."""
     proc = run_cli("run", "panel=demo", "panel.ablation=true", "panel.attempts=1",
                    "panel.eligible=[serve-status-page]", "panel.silent=[csv-column-stats]",
                    f"results_dir={tmp_path}", "run=abl")

@@ -7,6 +7,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 from hydra import compose, initialize_config_dir
 
 from fire_exp.cli._hydra import to_run_config
@@ -24,12 +25,14 @@ def test_resume_of_a_missing_run_is_refused(tmp_path: Path) -> None:
 def test_resume_reverifies_the_preregistration(tmp_path: Path) -> None:
     rule = "+panel.replacement={max_replacements:1,causes:[provider_failed]}"
     # "1:before": the driver dies at its first store write, after the preregistration step
-    first = cli("run=r", rule, results=tmp_path, env={"FIRE_EXP_CRASH_AT": "1:before"})
+    first = cli("run=r", rule, results=tmp_path, env={"FIRE_EXP_CRASH_AT": "1:before"},
+                subprocess_=True)
     assert first.returncode < 0 and (tmp_path / "rt" / "r" / "prereg.json").is_file()
     changed = cli("resume=r", results=tmp_path)  # the replacement rule is frozen
     assert changed.returncode == 2 and "changed since freezing" in changed.stderr
     assert "panel_config" in changed.stderr
-    same = cli("resume=r", rule, results=tmp_path, env={"FIRE_EXP_CRASH_AT": "1:before"})
+    same = cli("resume=r", rule, results=tmp_path, env={"FIRE_EXP_CRASH_AT": "1:before"},
+               subprocess_=True)
     assert same.returncode < 0, same.stderr  # verified, and got as far as the store
 
 
@@ -75,7 +78,9 @@ def test_a_bad_environment_parameter_refuses_before_the_first_attempt(tmp_path: 
     assert not (tmp_path / "rt").exists()
 
 
+@pytest.mark.slow
 def test_resume_refuses_records_the_manifest_never_scheduled(tmp_path: Path) -> None:
+    """Slow: a whole small panel, before its records are edited."""
     import json
 
     assert cli("run=r", results=tmp_path).returncode == 0

@@ -33,7 +33,8 @@ def test_sigkill_anywhere_then_resume(tmp_path: Path) -> None:
     attempts = tmp_path / "rt" / "crash" / "attempts.jsonl"
     torn_seen = orphaned = 0
     for crash in CRASHES:
-        proc = cli("run=crash", results=tmp_path, env={"FIRE_EXP_CRASH_AT": crash})
+        proc = cli("run=crash", results=tmp_path, env={"FIRE_EXP_CRASH_AT": crash},
+                   subprocess_=True)
         assert proc.returncode == -signal.SIGKILL, (crash, proc.stderr)
         orphaned += bool(leftovers(tmp_path))  # attempts killed mid-way left processes
         if attempts.exists():

@@ -14,7 +14,10 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
+
 from fire_exp.records import read_records
+from tests.conftest import run_cli
 from tests.runner.runner_helpers import ROOT, SMALL, cli_env, leftovers
 from tests.signals import popen_interruptible
 
@@ -26,7 +29,9 @@ def _wait_for(condition, timeout: float = 60.0) -> None:  # type: ignore[no-unty
         time.sleep(0.05)
 
 
+@pytest.mark.slow
 def test_sigint_leaves_no_process_and_resumes(tmp_path: Path) -> None:
+    """Slow: a panel of slowly thinking attempts interrupted mid-way, then resumed."""
     attempts = tmp_path / "rt" / "int" / "attempts.jsonl"
     # Slow thinking keeps attempts in flight (with their processes) when the signal comes.
     proc = popen_interruptible(
@@ -54,8 +59,7 @@ def test_sigint_leaves_no_process_and_resumes(tmp_path: Path) -> None:
     # the printed command resumes (same overrides: the preregistration is verified again)
     command = shlex.split(err.split("Resume with")[1].strip().splitlines()[0])
     assert command[:2] == ["fire-exp", "run"] and command[-1] == "resume=int"
-    resumed = subprocess.run([sys.executable, "-m", "fire_exp", *command[1:]], cwd=ROOT,
-                             env=cli_env(), capture_output=True, text=True, timeout=120)
+    resumed = run_cli(*command[1:])  # in this process: the command is what is tested
     assert resumed.returncode == 0, resumed.stderr
     ids = [r.attempt_id for r in read_records(attempts).finished]
     assert len(ids) == 10 and len(set(ids)) == 10

@@ -45,7 +45,7 @@ def test_ray_cluster_gives_the_local_attempts(tmp_path: Path, cluster: Cluster) 
     local = cli("run=local", results=tmp_path)
     assert local.returncode == 0, local.stderr
     remote = cli("run=ray", "executor=ray", f"executor.address={cluster.address}",
-                 results=tmp_path, env=RAY_ENV, timeout=300)
+                 results=tmp_path, env=RAY_ENV, timeout=300, subprocess_=True)  # a Ray driver
     assert remote.returncode == 0, remote.stderr
     expected = _rewards(tmp_path / "rt" / "local" / "attempts.jsonl")
     got = read_records(tmp_path / "rt" / "ray" / "attempts.jsonl").finished

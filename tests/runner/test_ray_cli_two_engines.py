@@ -122,7 +122,8 @@ def test_cli_hooks_and_transcripts_come_home_from_the_nodes_engine(
     since = str(int(time.time()) - 1)
     two = cli("run=two", *PANEL, "executor=ray",
               f"executor.address={remote_node.cluster.address}", "executor.per_node=1",
-              results=tmp_path, env=RAY_ENV, timeout=900)  # the key is the node's only
+              results=tmp_path, env=RAY_ENV, timeout=900,  # the key is the node's only
+              subprocess_=True)  # a Ray driver
     assert two.returncode == 0, two.stderr
     assert "node second: image [1/1] recover-wal-orders" in two.stderr
     # The CLI was installed into a derived image on the node's engine, and both attempts
@@ -149,7 +150,8 @@ def test_cli_hooks_and_transcripts_come_home_from_the_nodes_engine(
     assert _lines(attempts / "real" / "r0" / "logs" / "agent" / "cli-stdout.jsonl")
 
     try:
-        one = cli("run=one", *PANEL, results=tmp_path, env=AGENT_ENV, timeout=900)
+        one = cli("run=one", *PANEL, results=tmp_path, env=AGENT_ENV, timeout=900,
+                  subprocess_=True)  # as the Ray run: the two compared
         assert one.returncode == 0, one.stderr
     finally:  # the CLI image this run made on the machine's engine (task images stay)
         ours = sorted(set(_cli_images(["docker"], install)) - set(theirs))

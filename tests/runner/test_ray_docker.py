@@ -162,7 +162,7 @@ def test_each_attempt_runs_on_its_nodes_engine_and_logs_come_home(
             _created(second.host, "two", tmp_path) as on_second:
         proc = cli("run=two", "executor=ray", f"executor.address={cluster.address}",
                    "executor.per_node=1", *DOCKER, results=tmp_path, env=RAY_ENV,
-                   timeout=600)
+                   timeout=600, subprocess_=True)  # a Ray driver
     assert proc.returncode == 0, proc.stderr
     records = read_records(tmp_path / "rt" / "two" / "attempts.jsonl").finished
     assert len(records) == 10 and all(r.cause is None for r in records), \
@@ -178,7 +178,8 @@ def test_each_attempt_runs_on_its_nodes_engine_and_logs_come_home(
     assert {"fire-exp/task-serve-status-page", "fire-exp/task-csv-column-stats"} <= set(tags)
 
     # The same panel on this machine alone writes the same run folder.
-    one = cli("run=one", *DOCKER, results=tmp_path, timeout=600)
+    one = cli("run=one", *DOCKER, results=tmp_path, timeout=600,
+              subprocess_=True)  # as the Ray run: the two compared
     assert one.returncode == 0, one.stderr
     runs = tmp_path / "rt"
     expected = read_records(runs / "one" / "attempts.jsonl").finished
@@ -209,7 +210,7 @@ def _layout(run_dir: Path) -> dict[str, set[str]]:
 def test_missing_base_image_names_the_node(tmp_path: Path, two_engines: TwoEngines) -> None:
     proc = cli("run=nobase", "executor=ray", f"executor.address={two_engines.cluster.address}",
                *DOCKER, "environment.base_image=fire-exp/base:absent", results=tmp_path,
-               env=RAY_ENV, timeout=300)
+               env=RAY_ENV, timeout=300, subprocess_=True)  # a Ray driver
     assert proc.returncode == 2, proc.stderr
     line = proc.stderr.strip().splitlines()[-1]
     assert "node machine:" in line or "node second:" in line, proc.stderr
@@ -388,7 +389,7 @@ def test_losing_every_node_then_resume_finishes_what_is_owed(
         two_engines.nodes[name] = cluster.add_node(two_engines.spec(name))
     resumed = cli("resume=lostall", "executor=ray", f"executor.address={cluster.address}",
                   "executor.per_node=1", *DOCKER, RULE, TWO_ARMS, "agent.think_s=1.0",
-                  results=tmp_path, env=RAY_ENV, timeout=600)
+                  results=tmp_path, env=RAY_ENV, timeout=600, subprocess_=True)  # a Ray driver
     assert resumed.returncode == 0, resumed.stderr
     records = read_records(path).finished
     assert [r.model_dump() for r in records[:len(before)]] == [r.model_dump() for r in before]

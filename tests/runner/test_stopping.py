@@ -197,7 +197,9 @@ def test_a_pilot_s_cost_guards_the_dollar_budget_before_the_first_cost(tmp_path)
     assert monitor.stop.reason == "budget_usd"
 
 
+@pytest.mark.slow
 def test_cli_budget_stop_then_resume_under_a_larger_budget_continues(tmp_path: Path) -> None:
+    """Slow: a panel stopped by its budget, one attempt at a time, then resumed."""
     first = cli("run=b", "panel.budget_attempts=3", "executor.workers=1", results=tmp_path)
     assert first.returncode == 0, first.stderr
     assert "stopped by its budget (panel.budget_attempts=3)" in first.stdout

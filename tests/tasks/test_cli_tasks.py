@@ -2,19 +2,17 @@
 
 from __future__ import annotations
 
-import os
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from fire_exp.cli.tasks import main
 from fire_exp.paths import SUITES_DIR
+from tests.conftest import run_cli
 
 DATA = Path(__file__).parent / "data"
-ROOT = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture(autouse=True)
@@ -77,11 +75,10 @@ def test_convert_command(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> 
 
 
 def test_cli_exit_codes(mixed: Path, tmp_path: Path) -> None:
-    env = os.environ | {"PYTHONPATH": str(ROOT), "FIRE_EXP_CACHE": str(tmp_path / "c")}
+    env = {"FIRE_EXP_CACHE": str(tmp_path / "c")}
 
     def run(*args: str) -> subprocess.CompletedProcess[str]:
-        return subprocess.run([sys.executable, "-m", "fire_exp", "tasks", *args], cwd=ROOT,
-                              env=env, text=True, capture_output=True, timeout=60)
+        return run_cli("tasks", *args, env=env)  # in this process (the exit code is main's)
 
     assert run("validate", str(DATA / "word-count")).returncode == 0
     broken = run("validate", str(mixed))

@@ -1,0 +1,159 @@
+"""The two-engine modules heal what a killed run left: an engine whose owner died (its
+daemon, in its own session, outlives the run) is removed with its bridge before the next
+engine starts; an engine whose owner lives (another run's, now) is never touched.
+
+The engines here are planted, not started: a folder as ``start_engine`` makes it, a
+process in its own session naming the folder as its daemon would, a bridge. Under their
+own root and bridge name (``tmp_path``, ``fxt…``), so they run beside everything else; the
+last test plants the module's real names and is in the ``machine-engine`` group.
+"""
+
+from __future__ import annotations
+
+import os
+import secrets
+import shutil
+import subprocess
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.ci import missing as ci_missing
+from tests.runner import docker_engine
+from tests.runner.docker_engine import (
+    BRIDGE,
+    ENGINES_ROOT,
+    PREFIX,
+    owner_alive,
+    reap_dead_engines,
+    write_owner,
+)
+
+
+def _bridge_exists(name: str) -> bool:
+    return subprocess.run(["ip", "link", "show", name], capture_output=True).returncode == 0
+
+
+@pytest.fixture
+def bridge() -> Iterator[str]:
+    """A bridge of a planted engine (removed after the test whatever happened)."""
+    if os.geteuid() != 0 or shutil.which("ip") is None:
+        ci_missing("a planted engine's bridge needs root and ip")
+    name = f"fxt{secrets.token_hex(4)}"
+    subprocess.run(["ip", "link", "add", name, "type", "bridge"], check=True,
+                   capture_output=True)
+    yield name
+    subprocess.run(["ip", "link", "del", name], capture_output=True, check=False)
+
+
+class Planted:
+    """Engines planted under one root; their stand-in daemons are ended after the test."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        self.procs: list[subprocess.Popen[bytes]] = []
+
+    def engine(self, owner: str) -> tuple[Path, subprocess.Popen[bytes]]:
+        """A folder with its daemon's stand-in; ``owner``: ``"dead"`` (a process that has
+        exited), ``"alive"`` (this test's process) or ``"none"`` (no owner file)."""
+        folder = Path(tempfile.mkdtemp(prefix=PREFIX, dir=self.root))
+        if owner == "dead":
+            gone = subprocess.Popen(["sleep", "600"])
+            write_owner(folder, gone.pid)
+            gone.kill()
+            gone.wait()
+        elif owner == "alive":
+            write_owner(folder)
+        (folder / "dockerd.log").touch()
+        daemon = subprocess.Popen(["tail", "-f", f"{folder}/dockerd.log"],
+                                  start_new_session=True)  # as dockerd: its own session
+        self.procs.append(daemon)
+        return folder, daemon
+
+    def end(self) -> None:
+        for proc in self.procs:
+            if proc.poll() is None:
+                proc.kill()
+            proc.wait()
+
+
+@pytest.fixture
+def planted(tmp_path: Path) -> Iterator[Planted]:
+    plants = Planted(tmp_path)
+    yield plants
+    plants.end()
+
+
+def _ended(proc: subprocess.Popen[bytes]) -> bool:
+    try:
+        proc.wait(timeout=30)  # bounds the wait; reaping already waited for it to end
+    except subprocess.TimeoutExpired:
+        return False
+    return True
+
+
+def test_a_dead_runs_engine_is_removed_with_its_daemon_and_bridge(
+        planted: Planted, bridge: str) -> None:
+    folder, daemon = planted.engine("dead")
+    assert not owner_alive(folder)
+    assert reap_dead_engines(planted.root, bridge) == [folder]
+    assert _ended(daemon) and not folder.exists()
+    assert not _bridge_exists(bridge)
+
+
+def test_a_bridge_left_without_any_engine_is_removed(tmp_path: Path, bridge: str) -> None:
+    assert reap_dead_engines(tmp_path, bridge) == []
+    assert not _bridge_exists(bridge)
+
+
+@pytest.mark.parametrize("owner", ["alive", "none"])
+def test_a_living_or_unproven_engine_keeps_its_daemon_folder_and_bridge(
+        planted: Planted, bridge: str, owner: str) -> None:
+    kept, kept_daemon = planted.engine(owner)
+    dead, dead_daemon = planted.engine("dead")
+    assert owner_alive(kept)
+    assert reap_dead_engines(planted.root, bridge) == [dead]
+    assert _ended(dead_daemon) and not dead.exists()
+    assert kept_daemon.poll() is None and (kept / "dockerd.log").is_file()
+    assert _bridge_exists(bridge)  # the living engine's
+
+
+def test_an_owner_whose_pid_now_names_another_process_is_dead(tmp_path: Path) -> None:
+    (tmp_path / "owner").write_text(f"{os.getpid()} 1\n")  # this pid, another start time
+    assert not owner_alive(tmp_path)
+    write_owner(tmp_path)
+    assert owner_alive(tmp_path)
+
+
+def test_a_process_naming_a_longer_folder_is_not_the_engines(planted: Planted) -> None:
+    folder, _ = planted.engine("dead")
+    longer = Path(f"{folder}x")
+    longer.mkdir()
+    (longer / "dockerd.log").touch()
+    other = subprocess.Popen(["tail", "-f", f"{longer}/dockerd.log"])
+    planted.procs.append(other)
+    assert other.pid not in docker_engine._processes_naming(folder)  # noqa: SLF001
+
+
+@pytest.mark.docker
+@pytest.mark.xdist_group("machine-engine")  # plants the real bridge fxbr0 and /tmp/fxd*
+def test_the_next_run_starts_after_a_killed_runs_engine() -> None:
+    """What a controller killed by SIGTERM left: its engine's daemon alive, its bridge,
+    its folder; ``missing()`` (every two-engine module's first call) clears the way."""
+    if os.geteuid() != 0:
+        ci_missing("the two-engine modules need root")
+    leftovers = [f for f in ENGINES_ROOT.glob(f"{PREFIX}*") if owner_alive(f)]
+    if _bridge_exists(BRIDGE) and leftovers:
+        ci_missing(f"a living run's engine holds {BRIDGE} ({leftovers[0]})")
+    plants = Planted(ENGINES_ROOT)
+    try:
+        folder, daemon = plants.engine("dead")
+        subprocess.run(["ip", "link", "add", BRIDGE, "type", "bridge"], check=True,
+                       capture_output=True)
+        assert docker_engine.missing() is None
+        assert _ended(daemon) and not folder.exists() and not _bridge_exists(BRIDGE)
+    finally:
+        plants.end()
+        subprocess.run(["ip", "link", "del", BRIDGE], capture_output=True, check=False)
