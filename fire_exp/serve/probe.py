@@ -5,8 +5,8 @@ as Codex 0.163 sends it (``input`` items with a ``developer`` message, ``stream`
 tool beside a ``custom`` one) and a Messages request as Claude Code 2.1 sends it (``system``
 as a list of text parts, a ``role: "system"`` message mid-conversation, ``stream``, a tool).
 ``force_tool`` asks for a tool call (``tool_choice`` required / any); whether one comes is
-the model's (Qwen2.5-Coder-0.5B often writes the call's JSON as plain text, which the
-server returns as text). Each result says what came back: the SSE
+the model's: the served template (``fire_exp/serve/templates``) makes a fenced json call a
+tool call, and anything else the model writes stays text. Each result says what came back: the SSE
 event types, the text, the tool calls, the tokens the server counted, and the seconds.
 """
 

@@ -9,6 +9,11 @@ joins (a Chat Completions server behind a generic bridge refused it). fire-exp t
 nothing: it starts the process, waits for ``/health``, and stops it with its whole process
 group, so no server outlives the command, the test or the benchmark that started it.
 
+The model's turns are rendered, and its tool calls parsed, by the chat template the model
+names (:attr:`~fire_exp.serve.models.ServedModel.chat_template`; ``--chat-template-file``):
+llama.cpp derives the parser and a lazy grammar (from the call's opening marker on, an
+offered tool's name and argument schema) from how the template renders a call.
+
 Codex's freeform ``apply_patch`` (a ``custom`` tool) and its other non-function tools are
 dropped by the server with a warning: the model sees ``exec_command`` and the other
 function tools (docs/agents.md, Running against a local model).
@@ -106,12 +111,15 @@ class LlamaServer:
         self.proc: subprocess.Popen[bytes] | None = None
 
     def command(self) -> list[str]:
-        """The server's command line: the model under its alias, tool calls parsed by the
-        model's own (Jinja) chat template, prompt prefixes cached between requests."""
+        """The server's command line: the model under its alias, its turns rendered and its
+        tool calls parsed by its (Jinja) chat template — fire-exp's own where the model
+        names one, else the GGUF's — prompt prefixes cached between requests."""
+        template = self.model.template_path()
         return [str(server_binary()), "--model", str(gguf_path(self.model)),
                 "--alias", self.model.name, "--host", self.endpoint.host,
                 "--port", str(self.endpoint.port), "--ctx-size", str(self.context),
                 "--threads", str(self.threads), "--parallel", "1", "--jinja",
+                *(["--chat-template-file", str(template)] if template else []),
                 "--no-webui", "--cache-reuse", "256",
                 *(["--n-predict", str(self.max_reply_tokens)] if self.max_reply_tokens else [])]
 

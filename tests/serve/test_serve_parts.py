@@ -5,15 +5,18 @@ from __future__ import annotations
 
 import hashlib
 import shlex
+from dataclasses import replace
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 from hydra import compose, initialize_config_dir
 
 from fire_exp.errors import InputError, PreflightError
 from fire_exp.paths import CONFIG_DIR
+from fire_exp.runner.prereg import served_model_items
 from fire_exp.serve.lean import LEAN_SETTINGS, lean_args, lean_override, lean_overrides
-from fire_exp.serve.models import ServedModel, gguf_path, model_named
+from fire_exp.serve.models import MODELS, QWEN_CODER_05B, ServedModel, gguf_path, model_named
 from fire_exp.serve.server import Endpoint, LlamaServer, server_binary
 
 
@@ -106,3 +109,27 @@ def test_a_server_that_exits_at_once_is_reported_and_leaves_nothing(
     with pytest.raises(PreflightError, match="exited with status 3.*cannot load model"):
         server.start()
     assert server.proc is None
+
+
+def test_a_model_with_a_template_of_its_own_is_served_and_frozen_with_it(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    fake = tmp_path / "llama-server"
+    fake.write_text("#!/bin/sh\n")
+    fake.chmod(0o755)
+    monkeypatch.setenv("FIRE_LLAMA_SERVER", str(fake))
+    plain = _model(tmp_path, monkeypatch)
+    assert "--chat-template-file" not in LlamaServer(plain).command()  # the GGUF's own
+    model = replace(plain, chat_template=QWEN_CODER_05B.chat_template)
+    command = LlamaServer(model).command()
+    template = Path(command[command.index("--chat-template-file") + 1])
+    assert template == QWEN_CODER_05B.template_path() and template.is_file()
+    assert "--jinja" in command
+    panel = SimpleNamespace(config=SimpleNamespace(agent=SimpleNamespace(params={"model": "fake"})),
+                            arm_agents={})
+    monkeypatch.setitem(MODELS, "fake", model)
+    items = served_model_items(panel)  # type: ignore[arg-type]
+    assert items["served_model:fake"]["sha256"] == model.sha256
+    assert items["served_model:fake:chat_template"] == {
+        "path": str(template), "sha256": hashlib.sha256(template.read_bytes()).hexdigest()}
+    monkeypatch.setitem(MODELS, "fake", plain)
+    assert set(served_model_items(panel)) == {"served_model:fake"}  # type: ignore[arg-type]
