@@ -42,11 +42,13 @@ class CliTurn:
     input_tokens: int = 0
     output_tokens: int = 0
     errors: list[str] = field(default_factory=list)  # failed turns, retries, API errors
+    max_turns_reached: bool = False  # Claude Code's own --max-turns ended the turn
 
     @property
     def ok(self) -> bool:
-        """The turn ended normally and nothing on the wire failed."""
-        return self.returncode == 0 and not self.errors
+        """The turn ended normally (or at the CLI's own turn limit) and nothing on the wire
+        failed."""
+        return (self.returncode == 0 or self.max_turns_reached) and not self.errors
 
 
 def cli_binary(agent: str) -> Path:
@@ -76,16 +78,20 @@ def _codex_command(endpoint: Endpoint, prompt: str, workdir: Path, lean: bool,
             *(LEAN_ARGS["codex"] if lean else []), prompt]
 
 
-def _claude_command(endpoint: Endpoint, prompt: str, lean: bool) -> list[str]:
+def _claude_command(endpoint: Endpoint, prompt: str, lean: bool,
+                    max_turns: int | None) -> list[str]:
     return [str(cli_binary("claude-code")), "-p", prompt, "--output-format", "stream-json",
             "--verbose", "--permission-mode", "bypassPermissions", "--model", endpoint.model,
-            *(LEAN_ARGS["claude-code"] if lean else [])]
+            *(LEAN_ARGS["claude-code"] if lean else []),
+            *(["--max-turns", str(max_turns)] if max_turns else [])]
 
 
 def run_turn(agent: str, endpoint: Endpoint, prompt: str, folder: Path,
-             timeout: float = 900, lean: bool = True) -> CliTurn:
+             timeout: float = 900, lean: bool = True, max_turns: int | None = None) -> CliTurn:
     """Run one turn of ``agent`` (``codex`` | ``claude-code``) in ``folder/work`` with its
-    home in ``folder/home``, with the lean switches unless ``lean`` is false; what it did."""
+    home in ``folder/home``, with the lean switches unless ``lean`` is false; what it did.
+    ``max_turns`` bounds Claude Code's model calls with its own ``--max-turns`` (a small
+    model may call a tool for ever); Codex has no such switch."""
     work, home = folder / "work", folder / "home"
     work.mkdir(parents=True, exist_ok=True)
     home.mkdir(parents=True, exist_ok=True)
@@ -94,7 +100,7 @@ def run_turn(agent: str, endpoint: Endpoint, prompt: str, folder: Path,
         command = _codex_command(endpoint, prompt, work, lean, home)
         env |= {"CODEX_HOME": str(home), "LOCAL_MODEL_KEY": "local"}
     else:
-        command = _claude_command(endpoint, prompt, lean)
+        command = _claude_command(endpoint, prompt, lean, max_turns)
         env |= {"ANTHROPIC_BASE_URL": endpoint.root, "ANTHROPIC_API_KEY": "local",
                 "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1", "DISABLE_TELEMETRY": "1",
                 "DISABLE_AUTOUPDATER": "1", "IS_SANDBOX": "1"}  # IS_SANDBOX: bypass as root
@@ -108,7 +114,7 @@ def run_turn(agent: str, endpoint: Endpoint, prompt: str, folder: Path,
                        errors=[f"no answer within {timeout:.0f} s"])
     turn = read_turn(agent, proc.stdout.splitlines())
     turn.returncode, turn.seconds = proc.returncode, time.monotonic() - start
-    if proc.returncode != 0 and not turn.errors:
+    if proc.returncode != 0 and not turn.errors and not turn.max_turns_reached:
         turn.errors.append(f"exit {proc.returncode}: {proc.stderr.strip()[-300:]}")
     return turn
 
@@ -160,5 +166,7 @@ def _read_claude(turn: CliTurn, events: list[dict[str, Any]]) -> None:
             turn.input_tokens = int(usage.get("input_tokens", 0)) + \
                 int(usage.get("cache_read_input_tokens", 0))
             turn.output_tokens = int(usage.get("output_tokens", 0))
-            if event.get("is_error"):
+            if event.get("subtype") == "error_max_turns":
+                turn.max_turns_reached = True  # the CLI's own bound, not a failure on the wire
+            elif event.get("is_error"):
                 turn.errors.append(json.dumps(event)[:300])

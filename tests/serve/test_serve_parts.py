@@ -4,6 +4,7 @@ Hydra overrides, the printed settings, and the refusals (no binary, unknown mode
 from __future__ import annotations
 
 import hashlib
+import json
 import shlex
 from dataclasses import replace
 from pathlib import Path
@@ -15,6 +16,7 @@ from hydra import compose, initialize_config_dir
 from fire_exp.errors import InputError, PreflightError
 from fire_exp.paths import CONFIG_DIR
 from fire_exp.runner.prereg import served_model_items
+from fire_exp.serve.cli_turn import read_turn
 from fire_exp.serve.lean import LEAN_SETTINGS, lean_args, lean_override, lean_overrides
 from fire_exp.serve.models import MODELS, QWEN_CODER_05B, ServedModel, gguf_path, model_named
 from fire_exp.serve.server import Endpoint, LlamaServer, server_binary
@@ -133,3 +135,19 @@ def test_a_model_with_a_template_of_its_own_is_served_and_frozen_with_it(
         "path": str(template), "sha256": hashlib.sha256(template.read_bytes()).hexdigest()}
     monkeypatch.setitem(MODELS, "fake", plain)
     assert set(served_model_items(panel)) == {"served_model:fake"}  # type: ignore[arg-type]
+
+
+def test_a_claude_turn_ended_by_its_own_max_turns_is_not_a_wire_failure() -> None:
+    """Claude Code 2.1.332 at ``--max-turns`` (seen against the scripted Messages server):
+    exit 1 and a result event ``subtype: error_max_turns, is_error: true``. The turn's bound
+    is the CLI's own; any other error result still fails the turn."""
+    result = {"type": "result", "subtype": "error_max_turns", "is_error": True,
+              "num_turns": 2, "usage": {"input_tokens": 40, "output_tokens": 7}}
+    call = {"type": "assistant", "message": {"content": [
+        {"type": "tool_use", "name": "Bash", "input": {"command": "ls"}}]}}
+    turn = read_turn("claude-code", [json.dumps(call), json.dumps(result)])
+    turn.returncode = 1
+    assert turn.max_turns_reached and turn.ok and turn.commands and turn.output_tokens == 7
+    failed = read_turn("claude-code", [json.dumps(result | {"subtype": "error_during_execution"})])
+    failed.returncode = 1
+    assert not failed.max_turns_reached and not failed.ok
