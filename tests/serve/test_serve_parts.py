@@ -100,12 +100,17 @@ def test_the_printed_lean_override_composes_to_the_lean_args(agent: str) -> None
     assert args[:len(stock)] == stock and len(args) > len(stock)  # extends, keeps the hooks'
 
 
-def test_a_server_that_exits_at_once_is_reported_and_leaves_nothing(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def _fake_server(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, body: str) -> None:
+    """A stand-in ``llama-server`` (a shell script of ``body``) where fire-exp looks first."""
     fake = tmp_path / "llama-server"
-    fake.write_text("#!/bin/sh\necho 'error: cannot load model' >&2\nexit 3\n")
+    fake.write_text(f"#!/bin/sh\n{body}")
     fake.chmod(0o755)
     monkeypatch.setenv("FIRE_LLAMA_SERVER", str(fake))
+
+
+def test_a_server_that_exits_at_once_is_reported_and_leaves_nothing(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    _fake_server(tmp_path, monkeypatch, "echo 'error: cannot load model' >&2\nexit 3\n")
     model = _model(tmp_path, monkeypatch)
     server = LlamaServer(model, log=tmp_path / "server.log")
     with pytest.raises(PreflightError, match="exited with status 3.*cannot load model"):
@@ -115,10 +120,7 @@ def test_a_server_that_exits_at_once_is_reported_and_leaves_nothing(
 
 def test_a_model_with_a_template_of_its_own_is_served_and_frozen_with_it(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    fake = tmp_path / "llama-server"
-    fake.write_text("#!/bin/sh\n")
-    fake.chmod(0o755)
-    monkeypatch.setenv("FIRE_LLAMA_SERVER", str(fake))
+    _fake_server(tmp_path, monkeypatch, "")
     plain = _model(tmp_path, monkeypatch)
     assert "--chat-template-file" not in LlamaServer(plain).command()  # the GGUF's own
     model = replace(plain, chat_template=QWEN_CODER_05B.chat_template)
