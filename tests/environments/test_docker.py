@@ -140,7 +140,7 @@ def test_a_container_that_dies_is_an_environment_failure(docker_client: Any, tmp
                                                          attempt: Attempt) -> None:
     task = make_task(tmp_path, "dies")
     record = attempt(task, DockerEnvironment, _KillsContainer())
-    assert record.cause is Cause.ENVIRONMENT_FAILED and record.reward is None
+    assert record.cause is Cause.ENVIRONMENT_FAILED and record.reward is None, record.error
     assert "session died" in (record.error or "")
 
 
