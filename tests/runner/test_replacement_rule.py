@@ -36,6 +36,13 @@ CAUSES = "use some of ['environment_failed', 'harness_failed', 'provider_failed'
     ({"max_replacements": 2},
      "configs/panel: replacement.causes: empty while max_replacements > 0 (name the causes "
      "that are replaced)"),
+    ({"max_replacements": 11, "causes": ["harness_failed"]},
+     "configs/panel: replacement.max_replacements: 11 is above the ceiling 10 (set "
+     "panel.replacement.max_replacements to 10 or less, or set ceilings=false to lift the "
+     "ceiling on purpose)"),
+    ({"max_replacements": 1, "causes": "harness_failed"},
+     "configs/panel: replacement.causes: expected a list of causes, got 'harness_failed' "
+     "(e.g. panel.replacement.causes=[CAUSE,...])"),
 ])
 def test_a_bad_block_is_refused_with_one_exact_line(block: dict[str, Any],
                                                     message: str) -> None:
@@ -58,6 +65,14 @@ def test_a_bad_block_is_refused_with_one_exact_line(block: dict[str, Any],
 ])
 def test_a_good_block_is_the_rule_it_says(block: dict[str, Any], rule: ReplacementRule) -> None:
     assert ReplacementRule.from_config(block) == rule
+
+
+def test_the_ceiling_is_ten_and_ceilings_false_lifts_it() -> None:
+    causes = ["harness_failed"]
+    assert ReplacementRule.from_config({"max_replacements": 10, "causes": causes}) == \
+        ReplacementRule(10, frozenset({Cause.HARNESS_FAILED}))
+    assert ReplacementRule.from_config({"max_replacements": 50, "causes": causes},
+                                       ceilings=False).max_replacements == 50
 
 
 def test_replacement_seeds_are_frozen_numbers() -> None:
