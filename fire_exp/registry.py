@@ -147,13 +147,13 @@ def signature_settings(factory: Callable[..., Any], skip: int = 0) -> type[Setti
     try:
         accepted = list(inspect.signature(factory).parameters.values())
     except (TypeError, ValueError):
-        return _OPEN
+        return _Open
     positional = [p for p in accepted if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
     accepted = [p for p in accepted if p not in positional[:skip]]
     fields: dict[str, Any] = {
         p.name: (_simple(hints.get(p.name)), None if p.default is p.empty else p.default)
         for p in accepted if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)}
-    base = _OPEN if any(p.kind is p.VAR_KEYWORD for p in accepted) else Settings
+    base = _Open if any(p.kind is p.VAR_KEYWORD for p in accepted) else Settings
     model: type[Settings] = create_model(
         f"{getattr(factory, '__name__', 'Component')}Settings", __base__=base, **fields)
     return model
@@ -164,8 +164,6 @@ class _Open(Settings):
 
     model_config = ConfigDict(extra="allow")
 
-
-_OPEN: type[Settings] = _Open
 
 REGISTRY = Registry()
 for _kind, _entries in _BUILTINS.items():
