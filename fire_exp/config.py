@@ -42,6 +42,10 @@ class PanelConfig:
     # a run stopped by one resumes under a larger one.
     budget_usd: float | None = None
     budget_attempts: int | None = None
+    # Each task's agent time budget ([agent].timeout_sec) times this, for every arm alike
+    # (Harbor's --agent-timeout-multiplier): a slow local model gets more time, a panel in
+    # a test less. Part of the experiment, so hashed (when not 1).
+    agent_timeout_multiplier: float = 1.0
 
     def as_dict(self) -> dict[str, Any]:
         """The panel as composed values (what the config hash and the manifest hash).
@@ -54,6 +58,8 @@ class PanelConfig:
             values.pop("declare")
         for key in ("budget_usd", "budget_attempts"):  # spending caps are not the experiment
             values.pop(key)
+        if self.agent_timeout_multiplier == 1.0:  # the paper's panels keep their hash
+            values.pop("agent_timeout_multiplier")
         return values
 
     @property
@@ -236,7 +242,19 @@ def panel_from_dict(data: dict[str, Any], *, ceilings: bool = True) -> PanelConf
         replacement=dict(data.get("replacement") or {}),
         ablation=_flag(data, "ablation", where), declare=declare,
         budget_usd=_budget(data, "budget_usd", float),
-        budget_attempts=_budget(data, "budget_attempts", int))
+        budget_attempts=_budget(data, "budget_attempts", int),
+        agent_timeout_multiplier=_multiplier(data, "agent_timeout_multiplier"))
+
+
+def _multiplier(data: dict[str, Any], key: str) -> float:
+    """A positive, finite factor (1 when unset)."""
+    value = data.get(key, 1.0)
+    if isinstance(value, bool) or not isinstance(value, int | float) \
+            or not 0 < value < math.inf:
+        raise InputError("configs/panel", key, f"expected a positive number, got {value!r}",
+                         f"set panel.{key}=<factor> (0.5 halves every task's agent time "
+                         "budget) or leave it unset")
+    return float(value)
 
 
 def _budget(data: dict[str, Any], key: str, kind: type) -> Any:

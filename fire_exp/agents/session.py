@@ -88,7 +88,8 @@ class AgentSession:
         env: the started environment.
         runtime: the arm's policy runtime (an empty one for the baseline arm).
         instruction: the task text the agent receives.
-        timeout_s: the agent's time budget (the task's ``[agent].timeout_sec``).
+        timeout_s: the agent's time budget (the task's ``[agent].timeout_sec`` times the
+            panel's ``agent_timeout_multiplier``).
         context: the attempt and arm the agent runs in.
         command_timeout_s: the longest any single command may run.
         task_text: the task's own instruction, which every event carries to the policies

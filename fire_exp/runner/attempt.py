@@ -59,6 +59,7 @@ class AttemptSpec:
     controls: str | None = None  # the control sources' folder
     policy_arm: bool | None = None  # whether the arm runs policies (None: the registry's)
     policies: str = ""  # the registered arm its policies are built as ("": the arm itself)
+    agent_timeout_multiplier: float = 1.0  # the panel's factor on the task's agent time budget
 
     def context(self, files: tuple[str, ...] = ()) -> AttemptContext:
         """What the agent is told about this attempt (``files``: what its arm placed)."""
@@ -185,7 +186,8 @@ def run_attempt(spec: AttemptSpec, env: Environment, agent: Agent, arm_families:
             cause, error = Cause.ENVIRONMENT_FAILED, str(exc)
         t_env = time.monotonic() - t0
         if cause is None:
-            session = AgentSession(env, runtime, instruction, task.agent.timeout_sec,
+            budget = task.agent.timeout_sec * spec.agent_timeout_multiplier
+            session = AgentSession(env, runtime, instruction, budget,
                                    context, task_text=task.instruction)
             outcome, cause, error = _run_agent(agent, session, rng)
             t_agent = time.monotonic() - t0 - t_env

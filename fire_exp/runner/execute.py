@@ -53,7 +53,8 @@ def build_attempt(panel: Panel, job: AttemptJob) -> Attempt:
                        config_hash=panel.config_hash,
                        portfolio=str(arm.portfolio or panel.portfolio.path),
                        controls=str(arm.controls or panel.controls.path),
-                       policy_arm=arm.policy_arm, policies=setup.spec.policy_source)
+                       policy_arm=arm.policy_arm, policies=setup.spec.policy_source,
+                       agent_timeout_multiplier=panel.config.panel.agent_timeout_multiplier)
     return Attempt(spec=spec,
                    environment=panel.environment_for(item.arm).make(
                        task, Path(job.attempt_dir), job.attempt_id),

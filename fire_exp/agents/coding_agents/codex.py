@@ -23,12 +23,18 @@ import os
 import shlex
 import tomllib
 from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 from fire_exp.agents.coding_agents.agent import CodingCliAgent
 from fire_exp.agents.coding_agents.codex_catalog import catalog_for
-from fire_exp.agents.coding_agents.codex_rollout import merge_rollout, rollout_calls, rollout_faults
+from fire_exp.agents.coding_agents.codex_rollout import (
+    merge_rollout,
+    rollout_calls,
+    rollout_faults,
+    rollout_usage,
+)
 from fire_exp.agents.coding_agents.dialect import (
     CliCommand,
     CliEndpoint,
@@ -213,7 +219,9 @@ class CodexAgent(CodingCliAgent):
                 "-exec rm -rf {} + ; true", timeout=60.0)
 
     def _transcript(self, session: AgentSession) -> CliTranscript:
-        """The ``--json`` output with the rollout's denied calls and call ids merged in."""
+        """The ``--json`` output with the rollout's denied calls and call ids merged in, and,
+        for a turn that never completed (the agent's timeout stopped it), the rollout's
+        token counts, which ``--json`` gives only at ``turn.completed``."""
         transcript = super()._transcript(session)
         path = rollout_path(session.env.files)
         if not path.is_file():
@@ -221,6 +229,11 @@ class CodexAgent(CodingCliAgent):
         lines = path.read_text(errors="replace").splitlines()
         merged = merge_rollout(transcript, rollout_calls(lines))
         merged.faults = rollout_faults(lines)
+        usage = None if transcript.finished else rollout_usage(lines)
+        if usage is not None:
+            merged = replace(merged, input_tokens=usage.input_tokens,
+                             cached_input_tokens=usage.cached_input_tokens,
+                             output_tokens=usage.output_tokens)
         return merged
 
 

@@ -25,7 +25,8 @@ from dataclasses import dataclass, replace
 from fire_exp.agents.coding_agents.answers import ModelFault
 from fire_exp.agents.coding_agents.dialect import CliCommand, CliTranscript, as_dict, json_objects
 
-__all__ = ["BLOCKED", "RolloutCall", "merge_rollout", "patch_paths", "rollout_calls", "rollout_faults"]
+__all__ = ["BLOCKED", "RolloutCall", "RolloutUsage", "merge_rollout", "patch_paths",
+           "rollout_calls", "rollout_faults", "rollout_usage"]
 
 BLOCKED = "Command blocked by PreToolUse hook"
 SHELL_CALLS = frozenset({"exec_command", "shell", "shell_command", "local_shell"})
@@ -85,6 +86,49 @@ def rollout_calls(lines: Iterable[str]) -> list[RolloutCall]:
                 ran.add(str(item.get("id")))
     return [RolloutCall(cid, command, edit, cid in ran, outputs.get(cid, "").startswith(BLOCKED),
                         outputs.get(cid, "")) for cid, command, edit in order]
+
+
+@dataclass(frozen=True)
+class RolloutUsage:
+    """The tokens of a run so far, as Codex counted them after its last model response."""
+
+    input_tokens: int  # cached included, as in ``turn.completed``'s usage
+    cached_input_tokens: int
+    output_tokens: int
+    responses: int  # model responses counted (``token_count`` events with usage)
+
+
+def rollout_usage(lines: Iterable[str]) -> RolloutUsage | None:
+    """The run's tokens from the rollout's ``token_count`` events (None: none with usage).
+
+    Codex 0.163 writes an ``event_msg`` of type ``token_count`` after every model response,
+    ``info.total_token_usage`` the running total of the thread; ``--json`` shows usage only
+    in ``turn.completed``, so a turn stopped by the agent's timeout has its tokens here
+    alone.
+
+    >>> rollout_usage(['{"type":"event_msg","payload":{"type":"token_count","info":null}}',
+    ...     '{"type":"event_msg","payload":{"type":"token_count","info":{"total_token_usage":'
+    ...     '{"input_tokens":900,"cached_input_tokens":600,"output_tokens":40}}}}'])
+    RolloutUsage(input_tokens=900, cached_input_tokens=600, output_tokens=40, responses=1)
+    """
+    last: dict[str, object] | None = None
+    responses = 0
+    for obj in json_objects(lines):
+        payload = as_dict(obj.get("payload"))
+        if obj.get("type") != "event_msg" or payload.get("type") != "token_count":
+            continue
+        total = as_dict(as_dict(payload.get("info")).get("total_token_usage"))
+        if total:
+            last, responses = total, responses + 1
+    if last is None:
+        return None
+
+    def count(key: str) -> int:
+        value = last.get(key) if last else 0
+        return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 \
+            else 0
+    return RolloutUsage(count("input_tokens"), count("cached_input_tokens"),
+                        count("output_tokens"), responses)
 
 
 def patch_paths(patch: str) -> tuple[str, ...]:
