@@ -15,42 +15,21 @@ import re
 import signal
 import subprocess
 import sys
-import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from fire_exp.errors import PreflightError
-from fire_exp.serve.cli_turn import cli_binary, run_turn
-from fire_exp.serve.models import DEFAULT, gguf_path, model_named
+from fire_exp.serve.models import DEFAULT
 from fire_exp.serve.probe import messages_probe, responses_probe
-from fire_exp.serve.server import Endpoint, LlamaServer, server_binary
-from tests.ci import missing
+from tests.serve.server_support import gone, need_model
 from tests.signals import popen_interruptible
 
 pytestmark = [pytest.mark.llm, pytest.mark.slow, pytest.mark.cli]
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def _need_model() -> None:
-    try:
-        server_binary()
-        gguf_path(model_named(DEFAULT))
-    except PreflightError as exc:
-        missing(str(exc))
-
-
-def _gone(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return True
-    return False
-
-
 def test_serve_model_answers_both_protocols_and_stops_on_ctrl_c(tmp_path: Path) -> None:
-    _need_model()
+    need_model()
     proc = popen_interruptible(
         [sys.executable, "-m", "fire_exp", "serve-model", "--threads", "2",
          "--log", str(tmp_path / "server.log")],
@@ -102,39 +81,4 @@ def test_serve_model_answers_both_protocols_and_stops_on_ctrl_c(tmp_path: Path) 
             raise
     assert proc.returncode == 130, err
     assert "interrupted" in err
-    assert _gone(pid), f"llama-server {pid} outlived serve-model"
-
-
-@pytest.fixture(scope="module")
-def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Endpoint]:
-    _need_model()
-    for agent in ("codex", "claude-code"):
-        try:
-            cli_binary(agent)
-        except PreflightError as exc:
-            missing(str(exc))
-    log = tmp_path_factory.mktemp("served") / "server.log"
-    # Replies bounded: the 0.5B model once rambled 1,929 tokens in one reply (600 s here).
-    server = LlamaServer(model_named(DEFAULT), threads=2, log=log, max_reply_tokens=256)
-    with server as endpoint:
-        pid = server.proc.pid if server.proc else 0
-        yield endpoint
-    deadline = time.monotonic() + 10
-    while not _gone(pid) and time.monotonic() < deadline:
-        time.sleep(0.1)  # reaped by stop(); a moment for the kernel to drop it
-    assert _gone(pid)
-
-
-# Claude Code's turn only, in the suite: Codex's (about 2.5 minutes of both cores here, its
-# first request alone ~5k tokens) is benchmarks/bench_served_model.py's, and its protocol is
-# checked above, one Responses request through the same server (CI's 15-minute budget).
-@pytest.mark.parametrize("agent", ["claude-code"])
-def test_a_real_cli_turn_goes_through_with_no_protocol_error(served: Endpoint, agent: str,
-                                                             tmp_path: Path) -> None:
-    # At most three model calls (Claude Code's own --max-turns): with the served template the
-    # model's calls run, and the 0.5B may call `ls` again and again (99 calls in 600 s once).
-    turn = run_turn(agent, served, "Run the shell command `ls` and then say done.",
-                    tmp_path, timeout=600, max_turns=3)
-    assert turn.ok, (turn.returncode, turn.errors)
-    assert turn.input_tokens > 0 and turn.output_tokens > 0, turn
-    assert turn.final_text or turn.commands, turn  # the model's own answer, whatever it is
+    assert gone(pid), f"llama-server {pid} outlived serve-model"

@@ -82,7 +82,9 @@ class ReadBack:
         evidence = self._reconcile(session, transcript, summary, target, timed_out)
         self._read_back(session, transcript, summary, evidence, policy_arm=target is not None)
         usage, tamper = self.usage(transcript), evidence.reasons
-        if model_answered(self.dialect.target, lines) is False:  # nothing was measured
+        # Nothing was measured: no answer in the output, and no token the model wrote
+        # (Codex's rollout counts the responses whose calls ``--json`` shows no item for).
+        if model_answered(self.dialect.target, lines) is False and not transcript.output_tokens:
             raise never_answered(
                 self.name, self.binary, self.base_url, lines,
                 files.cli_stderr.read_text(errors="replace"), code=code, timed_out=timed_out,

@@ -7,7 +7,10 @@ What shows a model answer in a CLI's output (:func:`model_answered`):
   (``item.started`` / ``item.completed`` of any type but ``error``, which Codex uses for
   its own warnings). Against an endpoint it cannot reach it prints ``Reconnecting...``
   errors until it is killed; against a 4xx/5xx it retries five times, then
-  ``turn.failed``.
+  ``turn.failed``. A call Codex answers with an error of its own (``write_stdin`` to a
+  process that does not exist) shows no item: its rollout file's ``token_count`` after
+  each response does (``codex_rollout.rollout_usage``), and an attempt whose model wrote
+  tokens was answered (``readback``).
 - Claude Code 2.1 (``stream-json``): an ``assistant`` message from a model (not its
   ``<synthetic>`` stand-in for an API error), or a ``result`` that is no error.
 

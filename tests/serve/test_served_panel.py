@@ -1,0 +1,62 @@
+"""Issue 35, point 3: a real panel driven by the served model, in the suite.
+
+``fire-exp run`` with the real CLI in Docker (Codex 0.163, Claude Code 2.1), pointed at
+``fire-exp serve-model``'s llama-server with Qwen2.5-Coder-0.5B, on two bundled tasks (one
+the policies are eligible on, one silent), the real and the baseline arm, one attempt
+each (``served_panel.py``). What the records must say: every attempt a fair one (no
+provider, harness, environment or protocol failure: the model's own timeout or answer is
+its outcome), the model's own commands ran in the box, the real arm's hook events and
+decisions are in its record and the baseline has none, tokens counted, the cost the
+configured price of a local model (zero).
+
+The 0.5B model rarely ends its own turn: the panel gives every arm alike a third of each
+task's agent time (``panel.agent_timeout_multiplier``), so an attempt ends by the model's
+answer or by ``agent_timeout``, both fair; Claude Code's own ``--max-turns`` bounds its turn
+(its lean switches, the same for every arm). The figures are
+``benchmarks/bench_served_model.py --panel``'s.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from fire_exp.records import UNFAIR_CAUSES
+from fire_exp.serve.models import DEFAULT
+from fire_exp.serve.server import Endpoint
+from tests.serve.served_panel import MULTIPLIER, TASKS, hook_events, run_panel
+
+pytestmark = [pytest.mark.llm, pytest.mark.slow, pytest.mark.cli, pytest.mark.docker]
+
+
+@pytest.mark.parametrize("agent", ["codex", "claude-code"])
+def test_a_served_panel_is_fair_and_recorded(served: Endpoint, agent: str, tmp_path: Path,
+                                             docker_client: object) -> None:
+    run = run_panel(agent, served, tmp_path / "results")
+    assert run.returncode == 0, run.stderr[-3000:]
+    got = {(a.record.task, a.record.arm): a for a in run.attempts}
+    assert sorted(got) == sorted((t, arm) for t in TASKS for arm in ("real", "baseline")), \
+        sorted(got)
+    for (task, arm), a in got.items():
+        r = a.record
+        where = f"{agent} {task}/{arm}: cause {r.cause}, error {r.error}"
+        assert r.cause not in UNFAIR_CAUSES and r.valid, where
+        assert r.lineage.replaces is None, where  # no attempt needed replacing
+        assert a.protocol_errors == [], (where, a.protocol_errors)
+        assert r.agent == agent and r.environment == "docker"
+        assert r.usage.model == DEFAULT, where
+        assert r.usage.input_tokens > 0 and r.usage.output_tokens > 0, (where, r.usage)
+        assert r.usage.cost_usd == 0.0, where  # a local model's configured price
+        assert r.timings.agent_s <= 120 * MULTIPLIER + 30, where
+        if arm == "baseline":  # no policy runs in the baseline: no hook, no event
+            assert hook_events(a) == {} and r.events == 0 and r.decisions == 0, where
+        elif a.commands:  # every command the CLI ran went through the real arm's hooks
+            assert hook_events(a).get("PreToolUse", 0) >= len(a.commands), (where, hook_events(a))
+            assert r.events >= len(a.commands), where  # and they are the record's events
+    # The model's own commands ran in the box (each with its exit status), in both arms.
+    for arm in ("real", "baseline"):
+        ran = [c for t in TASKS for c in got[(t, arm)].commands]
+        assert ran, f"{agent}: the model ran no command in the {arm} arm"
+        assert all(got[(t, arm)].record.n_commands >= len(got[(t, arm)].commands)
+                   for t in TASKS)
