@@ -23,14 +23,15 @@ __all__ = ["CODEX_INSTRUCTIONS", "LEAN_ARGS", "LEAN_SETTINGS", "SYSTEM_PROMPT", 
            "lean_override", "lean_overrides"]
 
 SYSTEM_PROMPT = ("You are a coding agent in a terminal. Work in the current folder: run "
-                 "shell commands with the Bash tool, read and write files with the tools, "
-                 "then say briefly what you did.")
+                 "shell commands with the Bash tool (its command argument is the command), "
+                 "read and write files with shell commands, then say briefly what you did.")
 # Codex's base instructions for the model (agent.instructions -> model_instructions_file):
 # its own for a catalogue model are ~17 KB written for OpenAI's models.
 CODEX_INSTRUCTIONS = ("You are a coding agent in a terminal. Work in the current folder: "
                       "run shell commands with the exec_command tool (its cmd argument is "
                       "the command) and write files with shell commands, then say briefly "
-                      "what you did.")
+                      "what you did. write_stdin only types into a process that "
+                      "exec_command started and that is still running.")
 
 LEAN_ARGS: dict[str, list[str]] = {
     "codex": [
@@ -41,7 +42,7 @@ LEAN_ARGS: dict[str, list[str]] = {
         "-c", "include_environment_context=false",
         "-c", "skills.include_instructions=false",
     ],
-    "claude-code": ["--tools", "Bash,Read,Write,Edit", "--system-prompt", SYSTEM_PROMPT],
+    "claude-code": ["--tools", "Bash", "--system-prompt", SYSTEM_PROMPT],
 }
 
 

@@ -10,6 +10,9 @@ call a hook denied, ``PreToolUse:Bash hook error: REASON``); ``system``/``api_re
 lines mark a retried request; the final ``result`` line carries ``usage``,
 ``permission_denials`` and ``total_cost_usd`` — the last computed at the vendor's list
 price for the model's name, whatever endpoint served it (see ``CodingCliAgent.usage``).
+A run its own ``--max-turns`` (in ``agent.args``) ended exits 1 with a ``result`` of
+subtype ``error_max_turns``, its usage complete: the attempt's ``agent_step_limit``, a fair
+end (an ``assistant`` line's usage has no output tokens yet: only ``result`` counts them).
 
 Endpoint (:meth:`ClaudeCode.endpoint`): ``ANTHROPIC_BASE_URL``, the key as
 ``ANTHROPIC_API_KEY``, and the variables that keep the CLI to its model requests (no
@@ -169,7 +172,9 @@ def parse_claude_stream(lines: Iterable[str]) -> CliTranscript:
             out.final_text = text if isinstance(text, str) and not obj.get("is_error") else None
             if obj.get("total_cost_usd") is not None:
                 out.cost_usd = float(obj["total_cost_usd"])
-            if obj.get("is_error"):
+            if obj.get("subtype") == "error_max_turns":  # its own --max-turns: exit 1
+                out.step_limit = True
+            elif obj.get("is_error"):
                 out.errors.append(str(obj.get("result") or obj.get("subtype") or "error"))
     out.faults = [f for f in (_fault(names[i], results.get(i)) for i in names) if f]
     for tool_id in order:

@@ -62,6 +62,7 @@ class CliTranscript:
     session_id: str | None = None  # the session its hook payloads carry (None: not said)
     final_text: str | None = None  # the model's last text answer (None: it gave none)
     faults: list[ModelFault] = field(default_factory=list)  # calls refused or not applied
+    step_limit: bool = False  # the CLI's own turn bound ended the run (Claude Code's --max-turns)
 
 
 @dataclass(frozen=True)

@@ -93,6 +93,9 @@ class ReadBack:
         if timed_out:
             return AgentOutcome(usage=usage, cause=Cause.AGENT_TIMEOUT,
                                 error=f"{self.binary} ran past the agent timeout", tamper=tamper)
+        if transcript.step_limit and not transcript.errors:  # the turn bound in agent.args
+            return AgentOutcome(usage=usage, cause=Cause.AGENT_STEP_LIMIT,
+                                error=f"{self.binary} reached its own turn limit", tamper=tamper)
         if code != 0 or transcript.errors:
             stderr = files.cli_stderr.read_text(errors="replace")
             message = f"{self.binary} exited {code}: " + \

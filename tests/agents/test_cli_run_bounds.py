@@ -6,6 +6,7 @@ which called ``write_stdin`` on a process that did not exist until its 40 s ran 
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -64,3 +65,34 @@ def test_without_the_rollout_the_same_output_measured_nothing(tmp_path: Path) ->
                        prices={})
     with pytest.raises(ProviderError, match="never got a model answer"):
         agent._outcome(session, None, 124, timed_out=True)  # type: ignore[arg-type]  # noqa: SLF001 - the read-back alone
+
+
+def test_a_claude_run_its_own_max_turns_ended_is_the_agents_step_limit(tmp_path: Path) -> None:
+    """Claude Code 2.1.332 at ``--max-turns``: exit 1, a ``result`` of subtype
+    ``error_max_turns`` with the run's usage (tests/serve/test_serve_parts.py has the
+    shape). The attempt ends ``agent_step_limit`` with those tokens, not ``agent_error``
+    and, with no command run, not ``provider_failed``."""
+    from fire_exp.agents.coding_agents.claude_code import ClaudeCodeAgent
+
+    call = {"type": "assistant", "message": {"id": "m1", "model": "qwen2.5-coder-0.5b",
+            "content": [{"type": "tool_use", "id": "t1", "name": "Edit", "input": {
+                "file_path": "/app/a", "old_string": "x", "new_string": "x"}}]}}
+    refused = {"type": "user", "message": {"content": [{"type": "tool_result", "is_error": True,
+               "tool_use_id": "t1", "content": "<tool_use_error>No changes to make: "
+               "old_string and new_string are exactly the same.</tool_use_error>"}]}}
+    result = {"type": "result", "subtype": "error_max_turns", "is_error": True, "num_turns": 2,
+              "usage": {"input_tokens": 2708, "cache_read_input_tokens": 2670,
+                        "output_tokens": 61}}
+    session = _session(tmp_path)
+    session.env.files.cli_stdout.write_text(
+        "\n".join(json.dumps(x) for x in (call, refused, result)) + "\n")
+    agent = ClaudeCodeAgent(base_url="http://127.0.0.1:1", model="qwen2.5-coder-0.5b",
+                            prices={})
+    outcome = agent._outcome(session, None, 1, timed_out=False)  # type: ignore[arg-type]  # noqa: SLF001 - the read-back alone
+    assert outcome.cause == Cause.AGENT_STEP_LIMIT, outcome.error
+    assert (outcome.usage.input_tokens, outcome.usage.output_tokens) == (2708 + 2670, 61)
+    other = dict(result, subtype="error_during_execution")
+    session.env.files.cli_stdout.write_text(
+        "\n".join(json.dumps(x) for x in (call, refused, other)) + "\n")
+    with pytest.raises(ProviderError):  # any other error result, no command run: as before
+        agent._outcome(session, None, 1, timed_out=False)  # type: ignore[arg-type]  # noqa: SLF001 - the read-back alone
