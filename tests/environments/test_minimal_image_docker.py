@@ -5,20 +5,25 @@ runtime fire-exp mounts (``docker_runtime.py``): its own python3, bash and loade
 bundled-style task on that image — a status file served over HTTP that must outlive the
 agent's session — passes with its oracle (a ``setsid`` server survives the hangup, a plain
 ``&`` one dies), fails with a wrong solution (the plain ``&`` server only), and its verifier
-runs; an unprivileged agent is made and shielded there too.
+runs; an unprivileged agent is made and shielded there too, and the files transport of a
+one-shot box starts the same session host there on the same runtime.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import json
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from fire_exp.agents.base import OracleAgent
-from fire_exp.environments.docker import DockerEnvironment
-from fire_exp.environments.docker_runtime import BIN
+from fire_exp.environments.base import ExecResult
+from fire_exp.environments.docker import HOST_PATH, DockerEnvironment
+from fire_exp.environments.docker_runtime import BASH, BIN, PYTHON
+from fire_exp.environments.session_client import SessionClient
+from fire_exp.environments.session_files import FileChannel
 from fire_exp.records import AttemptRecord
 from fire_exp.tasks.model import Task
 
@@ -99,3 +104,28 @@ def test_an_unprivileged_agent_is_made_and_shielded_on_the_minimal_image(
         assert shielded.result.exit_code == 0 and shielded.intact, shielded
         real, _, saved, _ = shielded.stdout.decode().split()[1:]
         assert (real, saved) == (group, "64999")  # session_host.CLI_GID
+
+
+def test_the_files_transport_serves_the_session_on_the_runtime(image: str,
+                                                               tmp_path: Path) -> None:
+    task = _task(tmp_path / "suite", "files-transport-minimal", image, "true\n")
+    with DockerEnvironment(task, tmp_path / "a", "files-transport-minimal") as env:
+        container = env.container
+
+        def exec_once(argv: Sequence[str], timeout: float) -> ExecResult:
+            done = container.exec_run(list(argv), demux=True)
+            out, err = ((b or b"").decode() for b in done.output)
+            return ExecResult(exit_code=done.exit_code, stdout=out, stderr=err,
+                              timed_out=False, duration_s=0.0)
+
+        host = [*PYTHON, HOST_PATH, "files-transport", "/tmp/files.log",
+                "--shell", json.dumps(BASH)]
+        channel = FileChannel.start(exec_once, "/opt/fire-exp/files", host, lease_s=30.0)
+        session = SessionClient(channel)
+        try:
+            done = session.exec("command -v python3 || echo no-python3; echo $BASH_VERSION",
+                                30, cwd="/app")
+            assert done.stdout.split() == ["no-python3", "5.2.15(1)-release"], done
+        finally:
+            session.hangup()
+            channel.close()
