@@ -44,7 +44,7 @@ from typing import Any
 
 from fire_exp.environments.failure import EnvironmentFailure
 from fire_exp.environments.host_lock import host_lock
-from fire_exp.environments.images import LABEL, image_exists, owner_labels
+from fire_exp.environments.images import LABEL, image_exists
 
 RUNTIME = "/opt/fire-exp/runtime"
 LIBS = f"{RUNTIME}/lib"
@@ -66,7 +66,7 @@ for p in python3 bash ldd flock; do
 done
 exec 9> "$rt/.lock"
 flock 9
-[ -e "$rt/.complete" ] && exit 0
+if [ -e "$rt/.complete" ]; then echo "$READY"; exit 0; fi
 find "$rt" -mindepth 1 -maxdepth 1 ! -name .lock -exec rm -rf {} +
 py=$(readlink -f "$(command -v python3)")
 sh=$(readlink -f "$(command -v bash)")
@@ -90,7 +90,9 @@ ln "$rt/lib/ld.so" "$rt/loader/bash"
 printf '#!/bin/sh\nexec %s "$@"\n' "$RUNTIME_BASH" > "$rt/bin/bash"
 chmod 755 "$rt/bin/bash"
 touch "$rt/.complete"
+echo "$READY"
 """
+_READY_LINE = "fire-exp box runtime ready"
 
 _READY: dict[tuple[str, str], str] = {}  # (engine, base image id) -> its volume, this process
 _LOCK = threading.Lock()
@@ -131,22 +133,40 @@ def forget_runtime(client: Any, volume: str) -> None:
 
 
 def _fill(client: Any, base_image: str, image_id: str, volume: str) -> None:
+    """Fill ``volume`` unless it is complete. The container removes itself when it ends
+    (``auto_remove``: also when this process dies meanwhile), so success is the last line
+    of its output, read from an attach made before it starts."""
     import docker.errors
     from docker.types import Mount
 
-    labels = {LABEL: "1", f"{LABEL}.kind": KIND, f"{LABEL}.base": image_id}
     try:
-        client.volumes.create(name=volume, labels=labels)
-        client.containers.run(
-            base_image, ["-c", _FILL, "sh", _FILL_MOUNT], entrypoint=["sh"], remove=True,
-            network_mode="none", environment={"RUNTIME_BASH": " ".join(BASH)},
-            labels=owner_labels() | {f"{LABEL}.kind": KIND},
+        client.volumes.create(name=volume, labels={LABEL: "1", f"{LABEL}.kind": KIND,
+                                                   f"{LABEL}.base": image_id})
+        container = client.containers.create(
+            base_image, ["-c", _FILL, "sh", _FILL_MOUNT], entrypoint=["sh"],
+            auto_remove=True, network_mode="none", labels={LABEL: "1", f"{LABEL}.kind": KIND},
+            environment={"RUNTIME_BASH": " ".join(BASH), "READY": _READY_LINE},
             mounts=[Mount(_FILL_MOUNT, volume, type="volume")])
-    except docker.errors.ContainerError as exc:
-        raise EnvironmentFailure(f"the box runtime could not be made from {base_image} "
-                                 f"(it needs python3 and bash): {exc}") from exc
+        output = container.attach(stdout=True, stderr=True, stream=True, logs=True)
+        container.start()
+        text = b"".join(output).decode(errors="replace").strip()
     except docker.errors.DockerException as exc:
         raise EnvironmentFailure(f"the box runtime volume {volume}: {exc}") from exc
+    if not text.endswith(_READY_LINE):
+        _remove_quietly(client, container, volume)  # nothing in it is of use
+        raise EnvironmentFailure(f"the box runtime could not be made from {base_image} "
+                                 f"(it needs python3 and bash): {text[-600:]}")
+
+
+def _remove_quietly(client: Any, container: Any, volume: str) -> None:
+    try:
+        container.wait(condition="removed", timeout=30)
+    except Exception:  # noqa: BLE001, S110 - removed already
+        pass
+    try:
+        client.volumes.get(volume).remove()
+    except Exception:  # noqa: BLE001, S110 - in use or gone: a later cleanup has it
+        pass
 
 
 def runtime_mount(volume: str) -> Any:
