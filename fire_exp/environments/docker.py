@@ -9,10 +9,11 @@ Per attempt it
    memory limits, working folder, network mode (``no-network`` and ``allowlist``: no
    network at all) and the box runtime mounted read-only (``docker_runtime.py``:
    fire-exp's own python3 and bash, made once per engine and base image; its ``bin``,
-   holding ``bash`` alone, last on the box's ``PATH``). With a coding-agent CLI (``install_agent``): the image derived with
-   the CLI in it (``docker_install.py``) and, for a task without network, the internal
-   egress network, the container's own packet filter letting it reach nothing but
-   loopback and the egress proxy (``egress.py``, ``egress_firewall.py``);
+   holding ``bash`` alone, last on the box's ``PATH``). With a coding-agent CLI
+   (``install_agent``): the image derived with the CLI in it (``docker_install.py``)
+   and, for a task without network, the internal egress network, the container's own
+   packet filter letting it reach nothing but loopback and the egress proxy
+   (``egress.py``, ``egress_firewall.py``);
 3. starts the agent's session host (``inbox/session_host.py`` with ``procs.py`` beside
    it, run by the box runtime's python3: the image needs no Python and no bash, only
    ``sh`` and ``mkdir`` for housekeeping) as the process of one ``docker exec`` with its
@@ -21,8 +22,8 @@ Per attempt it
    bash, as is the one of every ``run``, the verifier's). The host stays root; where
    the agent runs unprivileged (``run_agent_as``, a coding-agent CLI's default) every
    command runs as that user, who gets the working folder, ``/logs/agent`` and a home in
-   the agent's folder. When the harness dies, the host's
-   input ends and it kills every process of the attempt (its watchdog);
+   the agent's folder. When the harness dies, the host's input ends and it kills every
+   process of the attempt (its watchdog);
 4. at the end of the agent phase hangs the session up: what is attached to it dies, a
    ``setsid`` server with redirected streams survives, exactly as in the local environment;
 5. runs the verifier (``Environment.run_verifier``); ``collect_logs`` copies ``/logs`` to ``ATTEMPT/logs``;

@@ -16,9 +16,8 @@ The box needs ``sh`` and ``mkfifo`` for this transport (busybox's will do); the 
 command line is the backend's to give (:meth:`FileChannel.start`): a python3 of the box's,
 or one the backend brings along as the Docker backend brings its box runtime
 (``docker_runtime.PYTHON``, with ``--shell`` naming the runtime's bash), so the image need
-have no Python. A coding-agent CLI's
-hooks in such a box take the same road: requests left in a spool, collected and answered
-by one-shot execs (``hook_transport/files.py``).
+have no Python. A coding-agent CLI's hooks in such a box take the same road: requests left
+in a spool, collected and answered by one-shot execs (``hook_transport/files.py``).
 """
 
 from __future__ import annotations
