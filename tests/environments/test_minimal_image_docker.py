@@ -12,7 +12,6 @@ one-shot box starts the same session host there on the same runtime.
 from __future__ import annotations
 
 import json
-import shutil
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
@@ -23,15 +22,13 @@ from fire_exp.agents.base import OracleAgent
 from fire_exp.environments.base import ExecResult
 from fire_exp.environments.docker import HOST_PATH, DockerEnvironment
 from fire_exp.environments.docker_runtime import BASH, BIN, PYTHON
-from fire_exp.environments.images import image_exists
 from fire_exp.environments.session_client import SessionClient
 from fire_exp.environments.session_files import FileChannel
 from fire_exp.records import AttemptRecord
 from fire_exp.tasks.model import Task
-from tests.ci import missing
 
 from .helpers import make_task
-from .minimal_image import TAG, minimal_image
+from .minimal_image import minimal_image
 
 pytestmark = pytest.mark.docker
 Attempt = Callable[..., AttemptRecord]
@@ -55,8 +52,6 @@ get() { wget -q -O - "http://127.0.0.1:$1/status.txt" 2>/dev/null; }  # busybox:
 
 @pytest.fixture(scope="module")
 def image(docker_client: Any) -> str:
-    if shutil.which("mmdebstrap") is None and image_exists(docker_client, TAG) is None:
-        missing("the minimal image is made with mmdebstrap (apt-get install mmdebstrap)")
     return minimal_image(docker_client)
 
 
