@@ -33,7 +33,8 @@ from fire_exp.environments.images import LABEL, image_exists
 from fire_exp.environments.inbox.procs import is_alive
 from fire_exp.environments.upkeep import CleanupReport
 
-__all__ = ["CleanupReport", "cleanup", "lock_free", "remove_idle_networks", "why_kept"]
+__all__ = ["CleanupReport", "cleanup", "lock_free", "remove_idle_networks", "remove_runtimes",
+           "why_kept"]
 
 
 def lock_free(run_dir: Path) -> bool:
@@ -183,7 +184,7 @@ def remove_idle_networks(client: Any, report: CleanupReport,
             report.errors.append(f"network {network.name}: {exc}")
 
 
-def _runtimes(client: Any, report: CleanupReport, *, base: bool) -> None:
+def remove_runtimes(client: Any, report: CleanupReport, *, base: bool = False) -> None:
     """Remove the box runtimes (``docker_runtime.py``) made from a base image that is gone,
     or every one with ``base``; one a container uses stays (the engine refuses)."""
     import docker.errors
@@ -216,4 +217,4 @@ def _images(client: Any, report: CleanupReport, *, images: bool, base: bool) -> 
                 report.images.append(name)
             except Exception as exc:  # noqa: BLE001
                 report.errors.append(f"image {name}: {exc}")
-    _runtimes(client, report, base=base)
+    remove_runtimes(client, report, base=base)
