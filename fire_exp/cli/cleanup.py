@@ -32,7 +32,8 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--images", action="store_true",
                         help="also remove the cached task images (fire-exp/task-*)")
     parser.add_argument("--base", action="store_true",
-                        help="also remove the base images (rebuild: fire-exp images bootstrap)")
+                        help="also remove the base images and the box runtimes made from "
+                             "them (rebuild: fire-exp images bootstrap)")
     args = parser.parse_args(argv)
     from fire_exp.cli._backends import backends
     from fire_exp.environments.upkeep import CleanupReport
@@ -44,7 +45,7 @@ def main(argv: list[str]) -> int:
         for name in vars(report):
             getattr(report, name).extend(getattr(done, name))
     for kind, names in (("container", report.containers), ("network", report.networks),
-                        ("image", report.images)):
+                        ("image", report.images), ("volume", report.volumes)):
         for name in names:
             print(f"removed {kind} {name}")
     for name, reason in report.kept:

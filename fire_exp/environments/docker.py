@@ -6,19 +6,24 @@ Per attempt it
    cached as ``fire-exp/task-NAME:DIGEST12`` by the task's content digest, or uses
    ``[environment].docker_image``;
 2. starts one container (``init=True``, so orphans are reaped) with the task's CPU and
-   memory limits, working folder and network mode (``no-network`` and ``allowlist``: no
-   network at all). With a coding-agent CLI (``install_agent``): the image derived with
-   the CLI in it (``docker_install.py``) and, for a task without network, the internal
-   egress network, the container's own packet filter letting it reach nothing but
-   loopback and the egress proxy (``egress.py``, ``egress_firewall.py``);
+   memory limits, working folder, network mode (``no-network`` and ``allowlist``: no
+   network at all) and the box runtime mounted read-only (``docker_runtime.py``:
+   fire-exp's own python3 and bash, made once per engine and base image; its ``bin``,
+   holding ``bash`` alone, last on the box's ``PATH``). With a coding-agent CLI
+   (``install_agent``): the image derived with the CLI in it (``docker_install.py``)
+   and, for a task without network, the internal egress network, the container's own
+   packet filter letting it reach nothing but loopback and the egress proxy
+   (``egress.py``, ``egress_firewall.py``);
 3. starts the agent's session host (``inbox/session_host.py`` with ``procs.py`` beside
-   it, run by the container's ``python3``) as the process of one ``docker exec`` with its
+   it, run by the box runtime's python3: the image needs no Python and no bash, only
+   ``sh`` and ``mkdir`` for housekeeping) as the process of one ``docker exec`` with its
    stdin attached; each agent command is one request on that socket
-   (``session_client.py``), a ``bash -c`` child of the session leader. The
-   host stays root; where the agent runs unprivileged (``run_agent_as``, a coding-agent
-   CLI's default) every command runs as that user, who gets the working folder,
-   ``/logs/agent`` and a home in the agent's folder. When the harness dies, the host's
-   input ends and it kills every process of the attempt (its watchdog);
+   (``session_client.py``), a ``bash -c`` child of the session leader (the runtime's
+   bash, as is the one of every ``run``, the verifier's). The host stays root; where
+   the agent runs unprivileged (``run_agent_as``, a coding-agent CLI's default) every
+   command runs as that user, who gets the working folder, ``/logs/agent`` and a home in
+   the agent's folder. When the harness dies, the host's input ends and it kills every
+   process of the attempt (its watchdog);
 4. at the end of the agent phase hangs the session up: what is attached to it dies, a
    ``setsid`` server with redirected streams survives, exactly as in the local environment;
 5. runs the verifier (``Environment.run_verifier``); ``collect_logs`` copies ``/logs`` to ``ATTEMPT/logs``;
@@ -30,6 +35,7 @@ process's labels, so ``fire-exp cleanup`` finds what a killed run left behind.
 
 from __future__ import annotations
 
+import json
 import secrets
 import time
 from collections.abc import Mapping, Sequence
@@ -58,6 +64,15 @@ from fire_exp.environments.docker_engine import (
 )
 from fire_exp.environments.docker_install import mounts, prepare_cli_image
 from fire_exp.environments.docker_run import archive_stream, run_streamed
+from fire_exp.environments.docker_runtime import (
+    BASH,
+    PYTHON,
+    RUNTIME,
+    box_path,
+    ensure_runtime,
+    forget_runtime,
+    runtime_mount,
+)
 from fire_exp.environments.docker_session import (
     AGENT_DIR,
     AGENT_HOME,
@@ -71,7 +86,7 @@ from fire_exp.environments.docker_session import (
 from fire_exp.environments.egress import EgressProxy, ensure_egress_network, gateway_of
 from fire_exp.environments.egress_firewall import confine_to_proxy
 from fire_exp.environments.fetch import extract_stream, read_single
-from fire_exp.environments.images import LABEL, owner_labels, slug
+from fire_exp.environments.images import LABEL, ensure_base_image, owner_labels, slug
 from fire_exp.environments.session_client import SessionClient, result
 from fire_exp.tasks.model import Task
 
@@ -118,6 +133,8 @@ class DockerEnvironment(DockerEngine):
         self.keep_container = keep_container
         self.marker = f"{slug(attempt_id, 80)}.{secrets.token_hex(4)}"
         self.image: str | None = None
+        self.runtime: str | None = None  # the box runtime's volume (docker_runtime.py)
+        self._path: str | None = None  # the box's PATH: the image's, then the runtime's bin
         self.container: Any = None
         self._client: Any = None
         self.session: SessionClient | None = None  # the agent's session, once started
@@ -160,9 +177,10 @@ class DockerEnvironment(DockerEngine):
     def box_env(self) -> dict[str, str]:
         """The environment variables every process in the container sees."""
         p = self.paths
-        return {"FIRE_WORKDIR": p.workdir, "FIRE_LOGS": p.logs, "FIRE_TESTS": p.tests,
-                "FIRE_SOLUTION": p.solution, "FIRE_PORT": str(PORT), "TERM": "dumb",
-                "PYTHONDONTWRITEBYTECODE": "1"}
+        env = {"FIRE_WORKDIR": p.workdir, "FIRE_LOGS": p.logs, "FIRE_TESTS": p.tests,
+               "FIRE_SOLUTION": p.solution, "FIRE_PORT": str(PORT), "TERM": "dumb",
+               "PYTHONDONTWRITEBYTECODE": "1"}
+        return env | ({"PATH": self._path} if self._path else {})
 
     # lifecycle -------------------------------------------------------------------------
 
@@ -172,6 +190,8 @@ class DockerEnvironment(DockerEngine):
         if self.agent_install is not None:
             self.image = prepare_cli_image(self._client, self.agent_install.agent, self.image,
                                            self.agent_install.spec)
+        ensure_base_image(self._client, self.base_image, self.bootstrap_base)
+        self.runtime = ensure_runtime(self._client, self.base_image)
         self._check_cancelled()
         self.container = self._create_container()
         self._prepare_box()
@@ -196,6 +216,7 @@ class DockerEnvironment(DockerEngine):
                 network = ensure_egress_network(self._client)
             volumes = mounts(self.agent_install.spec)
         self.network = network
+        self._path = box_path(env.env.get("PATH") or self._image_path())
         name = f"fire-exp-{slug(self.attempt_id, 40)}-{secrets.token_hex(3)}"
         try:
             container = self._client.containers.run(
@@ -205,7 +226,7 @@ class DockerEnvironment(DockerEngine):
                 working_dir=env.workdir, network_mode=network, hostname="fire-box",
                 nano_cpus=int(env.cpus * 1e9), mem_limit=f"{env.memory_mb}m",
                 memswap_limit=f"{env.memory_mb}m", pids_limit=self.pids_limit,
-                volumes=volumes or None)
+                volumes=volumes or None, mounts=[runtime_mount(str(self.runtime))])
         except docker.errors.DockerException as exc:
             self._remove_named(name)
             raise EnvironmentFailure(f"task {self.task.name}: the container did not start: "
@@ -217,6 +238,13 @@ class DockerEnvironment(DockerEngine):
                 self._remove_named(name)
                 raise
         return container
+
+    def _image_path(self) -> str | None:
+        """The ``PATH`` the image sets (None: it sets none)."""
+        for item in self._client.images.get(self.image).attrs["Config"].get("Env") or []:
+            if item.startswith("PATH="):
+                return str(item[5:])
+        return None
 
     def _on_egress_network(self) -> bool:
         return self.network not in (None, "none", self.public_network)
@@ -234,19 +262,25 @@ class DockerEnvironment(DockerEngine):
         return int(result.exit_code), result.output.decode(errors="replace")
 
     def _prepare_box(self) -> None:
+        """The logs folders, and the box runtime in place; the image needs only ``sh`` and
+        ``mkdir`` for this (busybox's will do), no python3 and no bash."""
         logs = " ".join(in_box(LOGS, name) for name in (AGENT_LOGS, VERIFIER_LOGS))
-        code, out = self._sh(f"mkdir -p {logs} && "
-                             f"command -v python3 >/dev/null && command -v bash >/dev/null")
+        code, out = self._sh(f"mkdir -p {logs} && test -x {PYTHON[0]}")
         if code != 0:
-            raise EnvironmentFailure(f"task {self.task.name}: the image needs bash and python3 "
-                                     f"for the agent's session (exit {code}: {out.strip()})")
+            assert self.runtime is not None
+            forget_runtime(self._client, self.runtime)  # the next attempt checks it again
+            raise EnvironmentFailure(f"task {self.task.name}: the box could not be prepared "
+                                     f"(it needs sh and mkdir; the box runtime is "
+                                     f"{self.runtime} at {RUNTIME}): exit {code}: "
+                                     f"{out.strip()[-400:]}")
         for name, source in inbox.sources().items():
             self.write_file(f"{HOST_DIR}/{name}", source)
 
     def _start_session(self) -> None:
         api = self._client.api
         exec_id = api.exec_create(
-            self.container.id, ["python3", HOST_PATH, self.marker, in_box(LOGS, TERMINAL_LOG)],
+            self.container.id, [*PYTHON, HOST_PATH, self.marker, in_box(LOGS, TERMINAL_LOG),
+                                "--shell", json.dumps(BASH)],
             stdin=True, stdout=True, stderr=True, tty=False, workdir=self.paths.workdir,
             # root, to switch to the agent's user and stay out of its reach
             user="root" if self.agent_user else "", environment=self.box_env())["Id"]
@@ -320,7 +354,7 @@ class DockerEnvironment(DockerEngine):
         (:func:`docker_session.grant_script`)."""
         if self._granted:
             return
-        code, out = self._sh(grant_script(self.task, user), user="root")
+        code, out = self._sh(grant_script(self.task, user, PYTHON), user="root")
         if code != 0:
             raise EnvironmentFailure(f"task {self.task.name}: could not prepare the agent's "
                                      f"user {user} (exit {code}: {out.strip()[-400:]})")
@@ -351,7 +385,8 @@ class DockerEnvironment(DockerEngine):
         return run_streamed(self._client.api, self._running(), command, timeout=timeout,
                             workdir=cwd or self.paths.workdir, user=user or "",
                             environment=self.box_env() | dict(env or {}), stream=stream,
-                            cancelled=self.cancelled, name=f"run-{self.attempt_id}")
+                            cancelled=self.cancelled, name=f"run-{self.attempt_id}",
+                            shell=BASH)
 
     def read_file(self, src: str) -> bytes:
         """The box file ``src`` as a stream, at most what is left of the fetch cap (the

@@ -29,11 +29,12 @@ import socket
 from pathlib import Path
 from typing import Any
 
-from fire_exp.environments.images import LABEL
+from fire_exp.environments.images import LABEL, image_exists
 from fire_exp.environments.inbox.procs import is_alive
 from fire_exp.environments.upkeep import CleanupReport
 
-__all__ = ["CleanupReport", "cleanup", "lock_free", "remove_idle_networks", "why_kept"]
+__all__ = ["CleanupReport", "cleanup", "lock_free", "remove_idle_networks", "remove_runtimes",
+           "why_kept"]
 
 
 def lock_free(run_dir: Path) -> bool:
@@ -183,6 +184,27 @@ def remove_idle_networks(client: Any, report: CleanupReport,
             report.errors.append(f"network {network.name}: {exc}")
 
 
+def remove_runtimes(client: Any, report: CleanupReport, *, base: bool = False) -> None:
+    """Remove the box runtimes (``docker_runtime.py``) made from a base image that is gone,
+    or every one with ``base``; one a container uses stays (the engine refuses)."""
+    import docker.errors
+
+    from fire_exp.environments.docker_runtime import runtime_volumes
+
+    for volume in runtime_volumes(client):
+        made_from = (volume.attrs.get("Labels") or {}).get(f"{LABEL}.base", "")
+        if not base and made_from and image_exists(client, made_from):
+            continue
+        try:
+            volume.remove()
+            report.volumes.append(volume.name)
+        except docker.errors.NotFound:
+            continue
+        except docker.errors.APIError as exc:
+            if exc.status_code != 409:  # 409: in use by a container now
+                report.errors.append(f"volume {volume.name}: {exc}")
+
+
 def _images(client: Any, report: CleanupReport, *, images: bool, base: bool) -> None:
     if images or base:
         kinds = {"task", "cli"} | ({"base"} if base else set())
@@ -195,3 +217,4 @@ def _images(client: Any, report: CleanupReport, *, images: bool, base: bool) -> 
                 report.images.append(name)
             except Exception as exc:  # noqa: BLE001
                 report.errors.append(f"image {name}: {exc}")
+    remove_runtimes(client, report, base=base)

@@ -18,11 +18,13 @@ from pydantic import Field
 from fire_exp.environments.agent_install import AgentInstall
 from fire_exp.environments.base import DEFAULT_FETCH_CAP_MB, Environment, EnvironmentFailure
 from fire_exp.environments.docker_install import prepare_cli_image, try_binary
+from fire_exp.environments.docker_runtime import KIND, ensure_runtime, runtime_volumes
 from fire_exp.environments.egress_firewall import HOW_TO_FIX, cannot_confine
 from fire_exp.environments.images import (
     BASE_IMAGE,
     LABEL,
     bootstrap_base_image,
+    ensure_base_image,
     ensure_task_image,
     image_exists,
     owner_labels,
@@ -115,7 +117,8 @@ def prepare_cli_images(install: AgentInstall, tasks: Sequence[Task], base_image:
 
 def prepare_task_images(tasks: Sequence[Task], report: Callable[[str], None],
                         base_image: str, bootstrap_base: bool) -> None:
-    """Build (or find cached) every task's image, one progress line each."""
+    """Build (or find cached) every task's image, one progress line each, then the box
+    runtime (``docker_runtime.py``)."""
     client = docker_client()
     try:
         for i, task in enumerate(tasks, start=1):
@@ -123,6 +126,11 @@ def prepare_task_images(tasks: Sequence[Task], report: Callable[[str], None],
             image = task_image(client, task, base_image, bootstrap_base)
             report(f"image [{i}/{len(tasks)}] {task.name}: {image} "
                    f"({time.monotonic() - t0:.1f}s)")
+        t0 = time.monotonic()
+        ensure_base_image(client, base_image, bootstrap_base)
+        volume = ensure_runtime(client, base_image)
+        report(f"box runtime from {base_image}: volume {volume} "
+               f"({time.monotonic() - t0:.1f}s)")
     finally:
         client.close()
 
@@ -170,13 +178,21 @@ def _cleanup(*, everything: bool, images: bool, base: bool,
 
 
 def _images() -> list[ImageEntry]:
-    """fire-exp's images on the engine (label ``fire-exp=1``), one entry per tag."""
+    """fire-exp's images on the engine (label ``fire-exp=1``), one entry per tag, and its
+    box runtimes (``docker_runtime.py``), one entry per volume."""
     client = docker_client()
     try:
-        return [ImageEntry(kind=image.labels.get(f"{LABEL}.kind", "?"), tag=tag,
-                           size_mb=image.attrs.get("Size", 0) / 1e6)
-                for image in client.images.list(filters={"label": f"{LABEL}=1"})
-                for tag in image.tags or [image.short_id]]
+        images = [ImageEntry(kind=image.labels.get(f"{LABEL}.kind", "?"), tag=tag,
+                             size_mb=image.attrs.get("Size", 0) / 1e6)
+                  for image in client.images.list(filters={"label": f"{LABEL}=1"})
+                  for tag in image.tags or [image.short_id]]
+        volumes = runtime_volumes(client)
+        if volumes:
+            sizes = {v["Name"]: (v.get("UsageData") or {}).get("Size", 0)
+                     for v in client.df().get("Volumes") or []}
+            images += [ImageEntry(kind=KIND, tag=v.name, size_mb=max(sizes.get(v.name, 0), 0)
+                                  / 1e6) for v in volumes]
+        return images
     finally:
         client.close()
 

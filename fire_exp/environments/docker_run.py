@@ -8,7 +8,7 @@ import secrets
 import shlex
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 from fire_exp.environments.base import ExecResult, Stream
@@ -19,14 +19,16 @@ _KILL_GRACE_S = 5.0  # seconds for a killed run's output to drain
 
 def run_streamed(api: Any, container: Any, command: str, *, timeout: float, workdir: str,
                  user: str, environment: dict[str, str], stream: Stream | None,
-                 cancelled: threading.Event, name: str) -> ExecResult:
+                 cancelled: threading.Event, name: str,
+                 shell: Sequence[str] = ("bash",)) -> ExecResult:
     """Run ``command`` in ``container`` as a process of its own exec, outside the agent's
     session (``Environment.run``): its output streamed to ``stream`` as it comes, its
-    whole process group killed when ``timeout`` passes (exit 124) or on cancel."""
+    whole process group killed when ``timeout`` passes (exit 124) or on cancel. ``shell``
+    is the bash that runs it (the box runtime's, ``docker_runtime.BASH``)."""
     start = time.monotonic()
     pid_file = f"/tmp/.fire-exp-run-{secrets.token_hex(4)}.pid"
-    script = f"echo $$ > {pid_file}; exec bash -c {shlex.quote(command)}"
-    exec_id = api.exec_create(container.id, ["bash", "-c", script], workdir=workdir,
+    script = f"echo $$ > {pid_file}; exec {shlex.join(shell)} -c {shlex.quote(command)}"
+    exec_id = api.exec_create(container.id, [*shell, "-c", script], workdir=workdir,
                               user=user, environment=environment)["Id"]
     out, err = bytearray(), bytearray()
     errors: list[BaseException] = []
@@ -50,7 +52,7 @@ def run_streamed(api: Any, container: Any, command: str, *, timeout: float, work
     if timed_out:
         # The exec'd bash leads its own session and process group: kill the group
         # (bash's kill: dash's takes no ``--``).
-        container.exec_run(["bash", "-c", f"kill -9 -- -$(cat {pid_file})"])
+        container.exec_run([*shell, "-c", f"kill -9 -- -$(< {pid_file})"])
         worker.join(_KILL_GRACE_S)
     container.exec_run(["sh", "-c", f"rm -f {pid_file}"], workdir="/")
     if errors:

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import hashlib
 import shlex
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from fire_exp.attempt_paths import AGENT_LOGS, in_box
@@ -53,9 +53,10 @@ except KeyError:
 """
 
 
-def grant_script(task: Task, user: str) -> str:
+def grant_script(task: Task, user: str, python: Sequence[str] = ("python3",)) -> str:
     """The root command that makes ``user`` (a minimal image may lack ``useradd``: the
-    lines go to /etc/passwd and /etc/group) and gives it the working folder,
+    lines go to /etc/passwd and /etc/group, written by ``python``, the box runtime's
+    python3 in a container) and gives it the working folder,
     ``/logs/agent`` and its home; the agent folder's subfolders (a CLI's own home, such as
     ``CODEX_HOME``) become sticky, so it may add files there but never replace the
     harness's. Raises EnvironmentFailure for a working folder that cannot be handed over."""
@@ -66,7 +67,7 @@ def grant_script(task: Task, user: str) -> str:
                                  "task.toml")
     logs = in_box(LOGS, AGENT_LOGS)
     q_user, q_work = shlex.quote(user), shlex.quote(workdir)
-    return (f"python3 -c {shlex.quote(_MAKE_USER)} {q_user} {AGENT_HOME} && "
+    return (f"{shlex.join(python)} -c {shlex.quote(_MAKE_USER)} {q_user} {AGENT_HOME} && "
             f"mkdir -p {q_work} {AGENT_HOME} {logs} && chmod 755 {AGENT_DIR} && "
             f"chown -R {q_user}: {q_work} {AGENT_HOME} {logs} && chmod 700 {AGENT_HOME} && "
             f"find {AGENT_DIR} -mindepth 1 -maxdepth 1 -type d ! -path {AGENT_HOME} "

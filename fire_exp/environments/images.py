@@ -228,8 +228,14 @@ def build_context(task: Task) -> tuple[Path, str]:
 
 
 def _ensure_base(client: Any, base_image: str, dockerfile: Path, bootstrap: bool) -> None:
-    if "BASE_IMAGE" not in dockerfile.read_text(errors="replace") or \
-            image_exists(client, base_image):
+    if "BASE_IMAGE" in dockerfile.read_text(errors="replace"):
+        ensure_base_image(client, base_image, bootstrap)
+
+
+def ensure_base_image(client: Any, base_image: str, bootstrap: bool) -> None:
+    """``base_image`` on the engine: there already, or bootstrapped when it is fire-exp's
+    own and ``bootstrap`` allows. Raises EnvironmentFailure otherwise."""
+    if image_exists(client, base_image):
         return
     if bootstrap and base_image == BASE_IMAGE:
         with _lock_for(base_image), host_lock(f"image {base_image}"):

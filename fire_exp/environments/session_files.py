@@ -12,9 +12,12 @@ harness touches ``FOLDER/lease`` every ``lease_s / 4`` seconds (a one-shot exec 
 own); a host whose lease is older than ``lease_s`` kills every process of the attempt and
 exits, so nothing the agent started outlives the harness by more than ``lease_s``.
 
-The box needs ``sh``, ``mkfifo`` and ``python3`` for this transport. A coding-agent CLI's
-hooks in such a box take the same road: requests left in a spool, collected and answered
-by one-shot execs (``hook_transport/files.py``).
+The box needs ``sh`` and ``mkfifo`` for this transport (busybox's will do); the host's
+command line is the backend's to give (:meth:`FileChannel.start`): a python3 of the box's,
+or one the backend brings along as the Docker backend brings its box runtime
+(``docker_runtime.PYTHON``, with ``--shell`` naming the runtime's bash), so the image need
+have no Python. A coding-agent CLI's hooks in such a box take the same road: requests left
+in a spool, collected and answered by one-shot execs (``hook_transport/files.py``).
 """
 
 from __future__ import annotations
@@ -34,7 +37,7 @@ OneShot = Callable[[Sequence[str], float], ExecResult]
 LEASE_S = 30.0
 _GONE = 3  # the request exec's exit code when the host is not there
 
-# argv: folder, lease seconds, then the host's command line (python3 PROGRAM MARKER LOG).
+# argv: folder, lease seconds, then the host's command line (PYTHON... PROGRAM MARKER LOG).
 _START = r"""set -e
 d=$1; lease=$2; shift 2
 mkdir -p "$d/replies"; chmod 700 "$d"
@@ -78,8 +81,9 @@ class FileChannel:
     @classmethod
     def start(cls, exec_once: OneShot, folder: str, host: Sequence[str],
               lease_s: float = LEASE_S) -> FileChannel:
-        """Start the host command line ``host`` (``python3 PROGRAM MARKER LOG``) detached
-        in the box with its transport in ``folder``."""
+        """Start the host command line ``host`` (``PYTHON... PROGRAM MARKER LOG
+        [--shell JSON]``, the python3 the backend runs it with) detached in the box with
+        its transport in ``folder``."""
         done = exec_once(["sh", "-c", _START, "sh", folder, str(lease_s), *host], 60.0)
         if done.exit_code != 0:
             raise EnvironmentFailure(f"the agent's session host did not start (exit "

@@ -20,6 +20,7 @@ class CleanupReport:
     kept: list[tuple[str, str]] = field(default_factory=list)  # (name, reason)
     images: list[str] = field(default_factory=list)
     networks: list[str] = field(default_factory=list)
+    volumes: list[str] = field(default_factory=list)
     kept_networks: list[tuple[str, str]] = field(default_factory=list)  # (name, reason)
     errors: list[str] = field(default_factory=list)
 
@@ -31,7 +32,8 @@ class CleanupReport:
 
 @dataclass(frozen=True)
 class ImageEntry:
-    """One image a backend made: its kind (``base``, ``task``, ``cli``), tag and size."""
+    """One image a backend made: its kind (``base``, ``task``, ``cli``; ``runtime``: the
+    volume of a box runtime made from a base image), tag and size."""
 
     kind: str
     tag: str

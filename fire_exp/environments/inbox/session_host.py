@@ -1,7 +1,8 @@
 """The agent's session: a session leader that runs the agent's commands (stdlib only).
 
 Started in a new session (``setsid``), this process reads JSON requests on stdin and
-answers one JSON line each on stdout. Every agent command is a ``bash -c`` child of it, so
+answers one JSON line each on stdout. Every agent command is a ``bash -c`` child of it
+(``--shell``: which bash; a Docker box's is the box runtime's, ``docker_runtime.py``), so
 the command and anything it leaves behind belong to the agent's session, like jobs of a
 terminal. Every process carries the marker ``FIRE_ATTEMPT=<id>`` in its environment, so
 processes that left the session (``setsid``) can still be found by process id.
@@ -49,9 +50,12 @@ The files transport, for a box whose provider offers only one-shot exec and file
 requests from a FIFO, writes each reply to a file of its own, and its watchdog watches a
 lease file the harness renews, since no stream ends when the harness dies.
 
-This file runs standalone (``python3 session_host.py MARKER LOGFILE``), also inside
-containers, with ``procs.py`` beside it, so it imports nothing outside the standard library
-and that one module; nothing on the host side imports it (``inbox/__init__.py``).
+This file runs standalone (``python3 session_host.py MARKER LOGFILE``), with ``procs.py``
+beside it: on this machine with the harness's Python (the local environment), in a
+container with the box runtime's python3, never the image's. So it imports nothing outside
+the standard library and that one module; nothing on the host side imports it
+(``inbox/__init__.py``). Its children get the environment the host was started with
+(:data:`BOX_ENV`), not what Python added to its own.
 """
 
 from __future__ import annotations
@@ -274,8 +278,26 @@ def _shield(uid: int, gid: int) -> Any:
     return switch
 
 
+def _environ_at_start() -> dict[str, str]:
+    """The environment this process was started with, as the kernel keeps it. Python may
+    have added to ``os.environ`` before any code of ours ran (``LC_CTYPE``, its C locale
+    coercion, in a box without ``LANG``); the agent's commands get what the box gave."""
+    try:
+        with open("/proc/self/environ", "rb") as fh:
+            raw = fh.read()
+    except OSError:
+        return dict(os.environ)
+    pairs = (item.split(b"=", 1) for item in raw.split(b"\0") if b"=" in item)
+    return {os.fsdecode(k): os.fsdecode(v) for k, v in pairs}
+
+
+BOX_ENV = _environ_at_start()
+# The agent's shell (``--shell``): ``bash`` from PATH, or a box runtime's (docker_runtime.py).
+SHELL: list[str] = ["bash"]
+
+
 def run_command(term: Terminal, marker: str, req: dict[str, Any]) -> dict[str, Any]:
-    env = dict(req.get("env") or os.environ)
+    env = dict(req.get("env") or BOX_ENV)
     env.update(req.get("env_extra") or {})  # e.g. a CLI's key: this command only
     env["FIRE_ATTEMPT"] = marker
     user = _as_user(req, env)
@@ -290,7 +312,7 @@ def run_command(term: Terminal, marker: str, req: dict[str, Any]) -> dict[str, A
     start = time.monotonic()
     # Its own process group inside the session, as a shell with job control does, so a
     # timeout can interrupt the command and its foreground children.
-    shell = ["bash", "-p", "-c"] if "preexec_fn" in user else ["bash", "-c"]
+    shell = [*SHELL, "-p", "-c"] if "preexec_fn" in user else [*SHELL, "-c"]
     group = {} if "preexec_fn" in user else _OWN_GROUP  # a shield makes its own group
     try:
         proc = subprocess.Popen([*shell, req["command"]], stdin=subprocess.DEVNULL,
@@ -463,11 +485,16 @@ def answer(term: Terminal, marker: str, req: dict[str, Any]) -> dict[str, Any]:
 
 
 def main(argv: list[str]) -> int:
-    """``session_host.py MARKER [LOGFILE] [--files FOLDER LEASE_S]``: with ``--files``,
-    requests arrive on stdin (a FIFO), replies go to ``FOLDER/replies/ID`` and the lease
-    is ``FOLDER/lease`` (the files transport, ``session_files.py``)."""
+    """``session_host.py MARKER [LOGFILE] [--files FOLDER LEASE_S] [--shell JSON]``: with
+    ``--files``, requests arrive on stdin (a FIFO), replies go to ``FOLDER/replies/ID`` and
+    the lease is ``FOLDER/lease`` (the files transport, ``session_files.py``); ``--shell``
+    is the agent's shell as a JSON list of words (default ``["bash"]``), run with ``-c``."""
     args = argv[1:]
     files = None
+    if "--shell" in args:
+        at = args.index("--shell")
+        SHELL[:] = [str(word) for word in json.loads(args[at + 1])]
+        del args[at:at + 2]
     if "--files" in args:
         at = args.index("--files")
         files = (args[at + 1], float(args[at + 2]))
