@@ -77,7 +77,8 @@ def panel_rows(agent: str, endpoint: Endpoint, results: Path) -> None:
     for a in run.attempts:
         r = a.record
         print(f"    {r.task:<20} {r.arm:<9} {a.seconds:6.1f} s  in {r.usage.input_tokens:>6}  "
-              f"out {r.usage.output_tokens:>5}  commands {len(a.commands)}  protocol errors "
+              f"out {r.usage.output_tokens:>5}  calls {a.calls}  commands {len(a.commands)}  "
+              f"protocol errors "
               f"{len(a.protocol_errors)}  events {r.events}  decisions {r.decisions}  "
               f"cost {r.usage.cost_usd}  cause {r.cause}  passed {r.passed}  "
               f"error {(r.error or '-')[:100]}")

@@ -15,6 +15,8 @@ Read, Write, Edit; a one-line system prompt).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import yaml
 
 from fire_exp.paths import CONFIG_DIR
@@ -67,10 +69,12 @@ def _quote(arg: str) -> str:
     return "'" + arg.replace("\\", "\\\\").replace("'", "\\'") + "'"
 
 
-def lean_overrides(agent: str) -> list[str]:
-    """The Hydra overrides of the lean configuration: ``agent.args=[...]`` and, for Codex,
-    ``agent.instructions='...'`` (as ``fire-exp run`` takes them in its argv)."""
-    overrides = ["agent.args=[" + ",".join(_quote(a) for a in lean_args(agent)) + "]"]
+def lean_overrides(agent: str, extra: Sequence[str] = ()) -> list[str]:
+    """The Hydra overrides of the lean configuration: ``agent.args=[...]`` (the lean args,
+    then ``extra``) and, for Codex, ``agent.instructions='...'`` (as ``fire-exp run`` takes
+    them in its argv)."""
+    args = [*lean_args(agent), *extra]
+    overrides = ["agent.args=[" + ",".join(_quote(a) for a in args) + "]"]
     return overrides + [f"agent.{k}={_quote(v)}" for k, v in LEAN_SETTINGS[agent].items()]
 
 

@@ -96,3 +96,18 @@ def test_a_claude_run_its_own_max_turns_ended_is_the_agents_step_limit(tmp_path:
         "\n".join(json.dumps(x) for x in (call, refused, other)) + "\n")
     with pytest.raises(ProviderError):  # any other error result, no command run: as before
         agent._outcome(session, None, 1, timed_out=False)  # type: ignore[arg-type]  # noqa: SLF001 - the read-back alone
+
+
+def test_a_run_its_own_turn_limit_ended_owes_no_stop_hook(tmp_path: Path) -> None:
+    """Claude Code 2.1 ended by ``--max-turns`` calls no Stop hook (seen on the real binary
+    in a served panel): a policy arm's run that ended so is no "stop with no hook event"
+    tampering; one that finished normally without it still is."""
+    from fire_exp.agents.coding_agents.dialect import CliTranscript
+    from fire_exp.agents.coding_agents.evidence import reconcile
+
+    lines: list[dict[str, object]] = []  # the host's hook activity: no Stop call
+    bounded = CliTranscript(finished=True, step_limit=True)
+    assert reconcile(bounded, lines, reports_denied_calls=True, expects_stop=True).reasons == ()
+    finished = CliTranscript(finished=True)
+    reasons = reconcile(finished, lines, reports_denied_calls=True, expects_stop=True).reasons
+    assert any("no Stop hook call" in r for r in reasons), reasons

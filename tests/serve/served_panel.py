@@ -26,9 +26,14 @@ from fire_exp.serve.server import Endpoint
 
 ROOT = Path(__file__).resolve().parents[2]
 TASKS = ("recover-wal-orders", "csv-column-stats")  # eligible, silent
-# The tasks' agent time (120 s) times this: the 0.5B model rarely ends its own turn, so an
-# attempt mostly ends by its timeout, a fair end; a third keeps the panel within minutes.
-MULTIPLIER = 1 / 3
+# The tasks' agent time (120 s) times this, per CLI. Codex with the 0.5B model never ends
+# its own turn, so its attempts end by their timeout, a fair end: a third keeps its panel
+# within minutes. Claude Code's end by its own turn bound (below) well within the 120 s,
+# whose timeout would leave no count of its output tokens (only its ``result`` has them).
+MULTIPLIER = {"codex": 1 / 3, "claude-code": 1.0}
+# Claude Code's own bound on its model calls (``--max-turns``, in agent.args for every arm):
+# a run it ends has its ``result``, the only line that counts output tokens.
+CLAUDE_MAX_TURNS = 4
 
 
 @dataclass
@@ -39,6 +44,8 @@ class AttemptFigures:
     folder: Path
     protocol_errors: list[str] = field(default_factory=list)  # retries, failed turns
     commands: list[dict[str, Any]] = field(default_factory=list)  # steps that ran
+    calls: int = 0  # the model's tool calls the CLI answered in the box (any tool)
+    unanswered: int = 0  # the model's tool calls with no answer (the run ended first)
 
     @property
     def seconds(self) -> float:
@@ -60,11 +67,12 @@ def panel_command(agent: str, endpoint: Endpoint, results: Path,
                   extra: tuple[str, ...] = ()) -> list[str]:
     """``fire-exp run`` for the served panel (``agent``: ``codex`` or ``claude-code``)."""
     eligible, silent = TASKS
+    bound = ("--max-turns", str(CLAUDE_MAX_TURNS)) if agent == "claude-code" else ()
     return [sys.executable, "-m", "fire_exp", "run", "panel=demo", *endpoint.overrides(agent)
-            .split(), "environment=docker", *lean_overrides(agent),
+            .split(), "environment=docker", *lean_overrides(agent, bound),
             "panel.attempts=1", f"panel.eligible=[{eligible}]", f"panel.silent=[{silent}]",
             "panel.arms=[real,baseline]", "executor.workers=1", f"results_dir={results}",
-            f"panel.agent_timeout_multiplier={MULTIPLIER:.6g}", "analyze=false", *extra]
+            f"panel.agent_timeout_multiplier={MULTIPLIER[agent]:.6g}", "analyze=false", *extra]
 
 
 def run_panel(agent: str, endpoint: Endpoint, results: Path, timeout: float = 1500,
@@ -87,11 +95,43 @@ def _figures(record: AttemptRecord, folder: Path) -> AttemptFigures:
     lines = (logs / "cli-stdout.jsonl").read_text(errors="replace").splitlines() \
         if (logs / "cli-stdout.jsonl").is_file() else []
     figures = AttemptFigures(record, folder, read_turn(record.agent, lines).errors)
+    rollout = logs / "codex-rollout.jsonl"
+    figures.calls, figures.unanswered = tool_calls(
+        rollout.read_text(errors="replace").splitlines() if record.agent == "codex" and
+        rollout.is_file() else lines)
     if (logs / "commands.jsonl").is_file():
         steps = [json.loads(x) for x in (logs / "commands.jsonl").read_text().splitlines()]
         figures.commands = [s for s in steps if s.get("kind") == "command" and
                             not s.get("denied") and s.get("exit_code") is not None]
     return figures
+
+
+def tool_calls(lines: list[str]) -> tuple[int, int]:
+    """(answered, unanswered) tool calls of the model in a Codex rollout file (each
+    ``function_call`` / ``custom_tool_call`` and its ``…_output``) or a Claude Code
+    stream (each ``tool_use`` and its ``tool_result``)."""
+    asked: list[str] = []
+    answered: set[str] = set()
+    for line in lines:
+        try:
+            obj = json.loads(line)
+        except json.JSONDecodeError:
+            continue
+        payload = obj.get("payload") if isinstance(obj.get("payload"), dict) else {}
+        kind = payload.get("type")
+        if kind in ("function_call", "custom_tool_call"):
+            asked.append(str(payload.get("call_id")))
+        elif kind in ("function_call_output", "custom_tool_call_output"):
+            answered.add(str(payload.get("call_id")))
+        message = obj.get("message") if isinstance(obj.get("message"), dict) else {}
+        for block in message.get("content") or [] if obj.get("type") in ("assistant",
+                                                                           "user") else []:
+            if isinstance(block, dict) and block.get("type") == "tool_use":
+                asked.append(str(block.get("id")))
+            elif isinstance(block, dict) and block.get("type") == "tool_result":
+                answered.add(str(block.get("tool_use_id")))
+    done = sum(1 for call in asked if call in answered)
+    return done, len(asked) - done
 
 
 def hook_events(figures: AttemptFigures) -> dict[str, int]:

@@ -142,7 +142,9 @@ def reconcile(transcript: CliTranscript, lines: Sequence[HookLine], *,
                *_named(NO_TOOL_CALL, [redact(f"{lines[n].event} {_line(lines[n])}")
                                       for n in stray])]
     reasons += stop_reasons(lines, session, {*pre.matched.values(), *post.matched.values()},
-                            expects_stop=expects_stop, finished=transcript.finished,
+                            expects_stop=expects_stop,
+                            # Claude Code 2.1 ended by its own --max-turns calls no Stop hook
+                            finished=transcript.finished and not transcript.step_limit,
                             timed_out=timed_out)
     if foreign:
         least = "at least " if len(foreign) >= MAX_FOREIGN_LOGGED else ""
