@@ -62,3 +62,5 @@ def test_a_served_panel_is_fair_and_recorded(served: Endpoint, agent: str, tmp_p
     # calls Codex's write_stdin and Claude Code's Edit, which the CLI answers with an error;
     # the commands that ran are counted by benchmarks/bench_served_model.py --panel).
     assert sum(a.calls for a in got.values()) > 0, f"{agent}: the model made no tool call"
+    if agent == "claude-code":  # offered Bash alone, the model's calls are commands that run
+        assert sum(len(a.commands) for a in got.values()) > 0, "no command of the model ran"
