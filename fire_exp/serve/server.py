@@ -97,13 +97,17 @@ class LlamaServer:
         log: the server's output goes here (default: discarded).
         max_reply_tokens: the most tokens one reply may have (None: as the request asks;
             a small model may ramble for thousands).
+        slots: requests served at once, each with its own prompt cache and the full
+            ``context`` (two panels at once: neither evicts the other's cached prefix).
     """
 
     def __init__(self, model: ServedModel, host: str = "127.0.0.1", port: int = 0,
                  threads: int | None = None, context: int | None = None,
-                 log: Path | None = None, max_reply_tokens: int | None = None) -> None:
+                 log: Path | None = None, max_reply_tokens: int | None = None,
+                 slots: int = 1) -> None:
         self.model = model
         self.max_reply_tokens = max_reply_tokens
+        self.slots = slots
         self.endpoint = Endpoint(host, port or free_port(host), model.name)
         self.threads = threads or os.cpu_count() or 1
         self.context = context or model.context
@@ -117,8 +121,9 @@ class LlamaServer:
         template = self.model.template_path()
         return [str(server_binary()), "--model", str(gguf_path(self.model)),
                 "--alias", self.model.name, "--host", self.endpoint.host,
-                "--port", str(self.endpoint.port), "--ctx-size", str(self.context),
-                "--threads", str(self.threads), "--parallel", "1", "--jinja",
+                "--port", str(self.endpoint.port),
+                "--ctx-size", str(self.context * self.slots),  # split among the slots
+                "--threads", str(self.threads), "--parallel", str(self.slots), "--jinja",
                 *(["--chat-template-file", str(template)] if template else []),
                 "--no-webui", "--cache-reuse", "256",
                 *(["--n-predict", str(self.max_reply_tokens)] if self.max_reply_tokens else [])]

@@ -98,6 +98,7 @@ def test_a_panel_of_preset_arms_keeps_its_config_hash() -> None:
     before.pop("declare")  # the hash of the same panel before arms could be declared
     for key in ("budget_usd", "budget_attempts"):  # nor spending caps (not the experiment)
         before.pop(key)
+    assert before.pop("agent_timeout_multiplier") == 1.0  # the tasks' own time: not hashed
     assert panel.as_dict() == before
     declared = panel_from_dict({**PANEL, "declare": {"a": {"instruction": "x"}}})
     assert "declare" in declared.as_dict()

@@ -9,7 +9,8 @@ its outcome), the model's tool calls answered by the CLI in the box, the real ar
 decisions are in its record and the baseline has none, tokens counted, the cost the
 configured price of a local model (zero).
 
-The 0.5B model rarely ends its own turn: Codex's panel gives every arm alike a third of
+The two panels run at once (the server has a slot for each). The 0.5B model rarely ends
+its own turn: Codex's panel gives every arm alike half of
 each task's agent time (``panel.agent_timeout_multiplier``), so an attempt ends by the
 model's answer or by ``agent_timeout``; Claude Code's ends by its answer or by the CLI's own
 ``--max-turns`` (``agent_step_limit``); all fair ends. The figures are
@@ -18,6 +19,7 @@ model's answer or by ``agent_timeout``; Claude Code's ends by its answer or by t
 
 from __future__ import annotations
 
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
@@ -25,16 +27,24 @@ import pytest
 from fire_exp.records import UNFAIR_CAUSES
 from fire_exp.serve.models import DEFAULT
 from fire_exp.serve.server import Endpoint
-from tests.serve.served_panel import MULTIPLIER, TASKS, hook_events, run_panel
+from tests.serve.served_panel import MULTIPLIER, TASKS, PanelRun, hook_events, run_panel
 
 pytestmark = [pytest.mark.llm, pytest.mark.slow, pytest.mark.cli, pytest.mark.docker]
+AGENTS = ("codex", "claude-code")
 
 
-@pytest.mark.parametrize("agent", ["codex", "claude-code"])
-def test_a_served_panel_is_fair_and_recorded(served: Endpoint, agent: str, tmp_path: Path,
-                                             docker_client: object) -> None:
-    run = run_panel(agent, served, tmp_path / "results")
-    assert run.returncode == 0, run.stderr[-3000:]
+def test_served_panels_of_both_clis_are_fair_and_recorded(served: Endpoint, tmp_path: Path,
+                                                          docker_client: object) -> None:
+    # Both panels at once, each CLI in its own slot of the server: about the time of one.
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        runs = dict(zip(AGENTS, pool.map(
+            lambda agent: run_panel(agent, served, tmp_path / agent), AGENTS), strict=True))
+    for agent, run in runs.items():
+        _check(agent, run)
+
+
+def _check(agent: str, run: PanelRun) -> None:
+    assert run.returncode == 0, (agent, run.stderr[-3000:])
     got = {(a.record.task, a.record.arm): a for a in run.attempts}
     assert sorted(got) == sorted((t, arm) for t in TASKS for arm in ("real", "baseline")), \
         sorted(got)
