@@ -36,6 +36,9 @@ def _parser() -> argparse.ArgumentParser:
                         help="CPU threads (default: all cores)")
     parser.add_argument("--context", type=int, default=None,
                         help="context tokens (default: the model's)")
+    parser.add_argument("--slots", type=int, default=1,
+                        help="requests served at once, each with its own prompt cache and "
+                             "the whole context (default 1; as many as executor.workers)")
     parser.add_argument("--log", type=Path, default=None, help="append the server's output here")
     return parser
 
@@ -61,9 +64,13 @@ def _terminate(signum: int, frame: FrameType | None) -> None:
 
 
 def main(argv: list[str]) -> int:
-    args = _parser().parse_args(argv)
+    parser = _parser()
+    args = parser.parse_args(argv)
+    if args.slots < 1:
+        parser.error(f"--slots {args.slots}: serve at least 1 request at a time")
     server = LlamaServer(model_named(args.model), host=args.host, port=args.port,
-                         threads=args.threads, context=args.context, log=args.log)
+                         threads=args.threads, context=args.context, log=args.log,
+                         slots=args.slots)
     previous = signal.signal(signal.SIGTERM, _terminate)
     try:
         with server:

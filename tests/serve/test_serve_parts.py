@@ -118,6 +118,19 @@ def test_a_server_that_exits_at_once_is_reported_and_leaves_nothing(
     assert server.proc is None
 
 
+def test_each_slot_gets_the_whole_context(tmp_path: Path,
+                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    _fake_server(tmp_path, monkeypatch, "")
+    model = _model(tmp_path, monkeypatch)
+
+    def flag(command: list[str], name: str) -> str:
+        return command[command.index(name) + 1]
+    one, two = LlamaServer(model, context=4096).command(), \
+        LlamaServer(model, context=4096, slots=2).command()
+    assert (flag(one, "--parallel"), flag(one, "--ctx-size")) == ("1", "4096")
+    assert (flag(two, "--parallel"), flag(two, "--ctx-size")) == ("2", "8192")
+
+
 def test_a_model_with_a_template_of_its_own_is_served_and_frozen_with_it(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     _fake_server(tmp_path, monkeypatch, "")
