@@ -14,7 +14,8 @@ Starts ``fire-exp serve-model``'s server (llama.cpp's llama-server, Qwen2.5-Code
 - ``--panel AGENT`` (``codex``, ``claude-code``; repeatable): the real panel of
   ``tests/serve/served_panel.py`` — the CLI in Docker, two bundled tasks, the real and the
   baseline arm, one attempt each — and per attempt: agent seconds, tokens in/out, the
-  model's commands that ran, protocol errors, the record's cause and error.
+  model's calls and commands that ran, protocol errors, the record's cause and error;
+  ``--check`` asserts what issue 35 asks of the records (``served_panel.check_panel``).
 
 Needs ``.ci/llama-server`` (server and model) and the CLIs' wheels.
 """
@@ -67,8 +68,9 @@ def _turn_row(label: str, turn: CliTurn) -> str:
             f"{len(turn.errors)}{'  ' + turn.errors[0][:120] if turn.errors else ''}")
 
 
-def panel_rows(agent: str, endpoint: Endpoint, results: Path) -> None:
-    """Run the served panel with ``agent`` and print one row per attempt and a total."""
+def panel_rows(agent: str, endpoint: Endpoint, results: Path) -> Any:
+    """Run the served panel with ``agent``, print one row per attempt and a total; returns
+    the run (``tests.serve.served_panel.PanelRun``)."""
     from tests.serve.served_panel import run_panel
 
     run = run_panel(agent, endpoint, results)
@@ -90,6 +92,7 @@ def panel_rows(agent: str, endpoint: Endpoint, results: Path) -> None:
               f"protocol errors {sum(len(a.protocol_errors) for a in run.attempts)}")
     if run.returncode:
         print(run.stderr[-1500:])
+    return run
 
 
 def main() -> None:
@@ -103,6 +106,9 @@ def main() -> None:
                         help="skip the prompt-speed and single-request measurements")
     parser.add_argument("--panel", action="append", default=[], choices=["codex", "claude-code"],
                         help="also run the served panel with this CLI (repeatable)")
+    parser.add_argument("--check", action="store_true",
+                        help="assert what issue 35 asks of each panel's records "
+                             "(tests/serve/served_panel.check_panel); exit 1 otherwise")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="bench-served-") as tmp:
         folder = Path(tmp)
@@ -113,7 +119,11 @@ def main() -> None:
             print(f"{DEFAULT}: server up in {time.monotonic() - t0:.1f} s, "
                   f"{args.threads} threads, context {server.context}")
             for agent in args.panel:
-                panel_rows(agent, endpoint, folder / f"panel-{agent}")
+                run = panel_rows(agent, endpoint, folder / f"panel-{agent}")
+                if args.check:
+                    from tests.serve.served_panel import check_panel
+                    check_panel(agent, run)  # AssertionError: exit 1, naming the attempt
+                    print(f"  {agent} panel: checked")
             if args.no_probes:
                 return
             speed = prompt_speed(endpoint, args.prompt_tokens)

@@ -31,10 +31,7 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Endpoint]:
     # As `fire-exp serve-model` serves it: no cap on a reply (a cap cuts a call mid-arguments,
     # and the server refuses that call when the CLI sends it back, HTTP 500); a rambling
     # reply ends with the attempt's time.
-    # Two slots: the served panels of both CLIs run at once, each with its own prompt cache
-    # (test_served_panel.py; with Codex's attempts two at a time too, three slots, one of
-    # its first answers came past its 60 s: provider_failed).
-    server = LlamaServer(model_named(DEFAULT), threads=2, log=log, slots=2)
+    server = LlamaServer(model_named(DEFAULT), threads=2, log=log)
     with server as endpoint:
         pid = server.proc.pid if server.proc else 0
         yield endpoint

@@ -1,8 +1,8 @@
 """A real panel driven by the served model: ``fire-exp run`` with a real CLI in Docker,
 pointed at ``fire-exp serve-model``'s server, and what its records say (issue 35, point 3).
 
-Run by ``tests/serve/test_served_panel.py`` and ``benchmarks/bench_served_model.py
---panel`` (docs/agents.md, Running against a local model): two bundled tasks (one the
+Run by ``benchmarks/bench_served_model.py --panel codex --panel claude-code --check``
+(docs/agents.md, Running against a local model), which asserts :func:`check_panel`: two bundled tasks (one the
 policies are eligible on, one silent), the real and the baseline arm, one attempt each,
 the CLI with the lean switches of ``fire_exp.serve.lean`` (the same for every arm, in
 ``agent.args``), each task's agent time times :data:`MULTIPLIER` (every arm alike).
@@ -19,9 +19,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from fire_exp.records import AttemptRecord, read_records
+from fire_exp.records import UNFAIR_CAUSES, AttemptRecord, Cause, read_records
 from fire_exp.serve.cli_turn import read_turn
 from fire_exp.serve.lean import lean_overrides
+from fire_exp.serve.models import DEFAULT
 from fire_exp.serve.server import Endpoint
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -140,3 +141,53 @@ def hook_events(figures: AttemptFigures) -> dict[str, int]:
     """The hook calls the bridge answered in the attempt, by event."""
     path = figures.folder / "logs" / "agent" / "hook-summary.json"
     return dict(json.loads(path.read_text()).get("by_event") or {}) if path.is_file() else {}
+
+
+def check_panel(agent: str, run: PanelRun) -> None:
+    """Assert what issue 35 point 3 asks of a served panel's records (AssertionError naming
+    the attempt otherwise): every attempt fair (but one cold first answer, replaced),
+    no protocol error, tokens counted, cost 0, the real arm's hook events recorded and the
+    baseline's none, the model's tool calls answered in the box, and Claude Code's
+    commands run."""
+    assert run.returncode == 0, (agent, run.stderr[-3000:])
+    # The one unfair end allowed: the panel's first attempt, whose first request meets a
+    # cold prompt cache, got no answer within its time on CI's loaded cores (its Codex
+    # request, ~1.3k prompt tokens, at load 5-8); it is the provider's failure, and the
+    # frozen replacement rule's fresh attempt must be fair. Anything else fails here.
+    replaced = [a.record for a in run.attempts if a.record.lineage.replaced_by]
+    assert len(replaced) <= 1, [(r.attempt_id, r.cause, r.error) for r in replaced]
+    for r in replaced:
+        assert r.cause == Cause.PROVIDER_FAILED and "never got a model answer" in str(r.error) \
+            and r.started_at == min(a.record.started_at for a in run.attempts) \
+            and r.timings.agent_s >= 120 * MULTIPLIER[agent] - 5, \
+            (agent, r.attempt_id, r.cause, r.error)
+    got = {(a.record.task, a.record.arm): a for a in run.attempts
+           if not a.record.lineage.replaced_by}
+    assert sorted(got) == sorted((t, arm) for t in TASKS for arm in ("real", "baseline")), \
+        sorted(got)
+    for (task, arm), a in got.items():
+        r = a.record
+        where = f"{agent} {task}/{arm}: cause {r.cause}, error {r.error}"
+        assert r.cause not in UNFAIR_CAUSES and r.valid, where
+        assert r.lineage.replaces in (None, *(x.attempt_id for x in replaced)), where
+        assert a.protocol_errors == [], (where, a.protocol_errors)
+        assert r.agent == agent and r.environment == "docker"
+        assert r.usage.model == DEFAULT, where
+        assert r.usage.input_tokens > 0 and r.usage.output_tokens > 0, (where, r.usage)
+        assert r.usage.cost_usd == 0.0, where  # a local model's configured price
+        assert r.timings.agent_s <= 120 * MULTIPLIER[agent] + 30, where
+        assert a.unanswered <= 1, where  # every call answered but one the timeout cut
+        if arm == "baseline":  # no policy runs in the baseline: no hook, no event
+            assert hook_events(a) == {} and r.events == 0 and r.decisions == 0, where
+        else:  # the real arm's hooks ran (the prompt's, each call's) and are its events
+            assert r.events >= 1 and sum(hook_events(a).values()) >= r.events, \
+                (where, hook_events(a))
+            # every command that ran went through PreToolUse first
+            assert hook_events(a).get("PreToolUse", 0) >= len(a.commands), (where, hook_events(a))
+    # The model acted: its tool calls reached the CLI in the box and were answered there.
+    # Which tools it calls is its own doing (docs/agents.md, Measured: the 0.5B model mostly
+    # calls Codex's write_stdin and Claude Code's Edit, which the CLI answers with an error;
+    # the commands that ran are counted by benchmarks/bench_served_model.py --panel).
+    assert sum(a.calls for a in got.values()) > 0, f"{agent}: the model made no tool call"
+    if agent == "claude-code":  # offered Bash alone, the model's calls are commands that run
+        assert sum(len(a.commands) for a in got.values()) > 0, "no command of the model ran"
