@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from fire_exp.agents.coding_agents.dialect import as_dict, json_objects
 from fire_exp.records import UNFAIR_CAUSES, AttemptRecord, Cause, read_records
 from fire_exp.serve.cli_turn import read_turn
 from fire_exp.serve.lean import lean_overrides
@@ -115,23 +116,19 @@ def tool_calls(lines: list[str]) -> tuple[int, int]:
     stream (each ``tool_use`` and its ``tool_result``)."""
     asked: list[str] = []
     answered: set[str] = set()
-    for line in lines:
-        try:
-            obj = json.loads(line)
-        except json.JSONDecodeError:
-            continue
-        payload = obj.get("payload") if isinstance(obj.get("payload"), dict) else {}
+    for obj in json_objects(lines):
+        payload = as_dict(obj.get("payload"))
         kind = payload.get("type")
         if kind in ("function_call", "custom_tool_call"):
             asked.append(str(payload.get("call_id")))
         elif kind in ("function_call_output", "custom_tool_call_output"):
             answered.add(str(payload.get("call_id")))
-        message = obj.get("message") if isinstance(obj.get("message"), dict) else {}
-        for block in message.get("content") or [] if obj.get("type") in ("assistant",
-                                                                           "user") else []:
-            if isinstance(block, dict) and block.get("type") == "tool_use":
+        turn = obj.get("type") in ("assistant", "user")
+        for block in as_dict(obj.get("message")).get("content") or [] if turn else []:
+            block = as_dict(block)
+            if block.get("type") == "tool_use":
                 asked.append(str(block.get("id")))
-            elif isinstance(block, dict) and block.get("type") == "tool_result":
+            elif block.get("type") == "tool_result":
                 answered.add(str(block.get("tool_use_id")))
     done = sum(1 for call in asked if call in answered)
     return done, len(asked) - done
