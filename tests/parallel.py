@@ -40,7 +40,8 @@ GROUPS: dict[str, tuple[str, ...]] = {
     # Real model servers (llama.cpp's, two threads each): one at a time, so two never
     # share the machine's two cores (CI saw a served-model turn take 538 s beside the
     # SmolLM2 panel, 88 s alone).
-    "model-server": ("tests/agents/test_llama_server.py", "tests/serve/test_served_model.py"),
+    "model-server": ("tests/agents/test_llama_server.py", "tests/serve/test_served_model.py",
+                     "tests/serve/test_served_panel.py"),
 }
 
 # Groups whose tests need the machine's Docker engine to themselves: nothing else uses it

@@ -39,6 +39,9 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--slots", type=int, default=1,
                         help="requests served at once, each with its own prompt cache and "
                              "the whole context (default 1; as many as executor.workers)")
+    parser.add_argument("--nice", type=int, default=0,
+                        help="the server's niceness change (negative, as root: the model "
+                             "before the machine's other work; default 0)")
     parser.add_argument("--log", type=Path, default=None, help="append the server's output here")
     return parser
 
@@ -70,7 +73,7 @@ def main(argv: list[str]) -> int:
         parser.error(f"--slots {args.slots}: serve at least 1 request at a time")
     server = LlamaServer(model_named(args.model), host=args.host, port=args.port,
                          threads=args.threads, context=args.context, log=args.log,
-                         slots=args.slots)
+                         slots=args.slots, nice=args.nice)
     previous = signal.signal(signal.SIGTERM, _terminate)
     try:
         with server:

@@ -99,13 +99,18 @@ class LlamaServer:
             a small model may ramble for thousands).
         slots: requests served at once, each with its own prompt cache and the full
             ``context`` (two panels at once: neither evicts the other's cached prefix).
+        nice: the server's niceness change (``nice -n``; 0: none). Negative puts the model
+            before the machine's other work, the panel's containers among them, so its
+            answer times are the model's, not the load's; it needs root or CAP_SYS_NICE
+            (without, ``nice`` says so in the log and the server runs unchanged).
     """
 
     def __init__(self, model: ServedModel, host: str = "127.0.0.1", port: int = 0,
                  threads: int | None = None, context: int | None = None,
                  log: Path | None = None, max_reply_tokens: int | None = None,
-                 slots: int = 1) -> None:
+                 slots: int = 1, nice: int = 0) -> None:
         self.model = model
+        self.nice = nice
         self.max_reply_tokens = max_reply_tokens
         self.slots = slots
         self.endpoint = Endpoint(host, port or free_port(host), model.name)
@@ -119,7 +124,8 @@ class LlamaServer:
         tool calls parsed by its (Jinja) chat template — fire-exp's own where the model
         names one, else the GGUF's — prompt prefixes cached between requests."""
         template = self.model.template_path()
-        return [str(server_binary()), "--model", str(gguf_path(self.model)),
+        niceness = ["nice", "-n", str(self.nice)] if self.nice else []  # execs: same pid
+        return [*niceness, str(server_binary()), "--model", str(gguf_path(self.model)),
                 "--alias", self.model.name, "--host", self.endpoint.host,
                 "--port", str(self.endpoint.port),
                 "--ctx-size", str(self.context * self.slots),  # split among the slots

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import shlex
 from dataclasses import replace
 from pathlib import Path
@@ -166,3 +167,20 @@ def test_a_claude_turn_ended_by_its_own_max_turns_is_not_a_wire_failure() -> Non
     failed = read_turn("claude-code", [json.dumps(result | {"subtype": "error_during_execution"})])
     failed.returncode = 1
     assert not failed.max_turns_reached and not failed.ok
+
+
+def test_a_niced_server_runs_at_that_niceness_under_its_own_pid(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # The stand-in writes its pid, process group and niceness, then exits: `nice` execs
+    # the server, so the group fire-exp stops is led by the server itself.
+    _fake_server(tmp_path, monkeypatch,
+                 f"echo $$ $(cut -d' ' -f5,19 /proc/$$/stat) > {tmp_path}/seen\nexit 3\n")
+    model = _model(tmp_path, monkeypatch)
+    base = os.getpriority(os.PRIO_PROCESS, 0)
+    server = LlamaServer(model, log=tmp_path / "server.log", nice=3)
+    with pytest.raises(PreflightError, match="exited with status 3"):
+        server.start()
+    pid, group, niceness = (tmp_path / "seen").read_text().split()
+    assert pid == group and int(niceness) == min(base + 3, 19)
+    plain = LlamaServer(model).command()
+    assert plain[0].endswith("llama-server") and "nice" not in plain
