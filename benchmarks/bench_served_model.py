@@ -98,6 +98,8 @@ def panel_rows(agent: str, endpoint: Endpoint, results: Path) -> Any:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--nice", type=int, default=0,
+                        help="the server's niceness change (-10 as root: as the suite's)")
     parser.add_argument("--prompt-tokens", type=int, default=10000)
     parser.add_argument("--stock", action="store_true",
                         help="also one turn per CLI with its stock (long) prompt")
@@ -113,7 +115,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory(prefix="bench-served-") as tmp:
         folder = Path(tmp)
         server = LlamaServer(model_named(DEFAULT), threads=args.threads,
-                             log=folder / "server.log")
+                             log=folder / "server.log", nice=args.nice)
         t0 = time.monotonic()
         with server as endpoint:
             print(f"{DEFAULT}: server up in {time.monotonic() - t0:.1f} s, "

@@ -25,6 +25,7 @@ from fire_exp.records import Cause, read_records
 from fire_exp.serve.models import SMOLLM2_135M
 from fire_exp.serve.server import LlamaServer
 from tests.ci import missing
+from tests.serve.server_support import SUITE_NICE, SUITE_THREADS
 
 pytestmark = [pytest.mark.llm, pytest.mark.slow]
 ROOT = Path(__file__).resolve().parents[2]
@@ -33,10 +34,12 @@ NO_FAIR_ATTEMPT = {Cause.PROVIDER_FAILED, Cause.HARNESS_FAILED, Cause.ENVIRONMEN
 
 @pytest.fixture(scope="module")
 def llama_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    """llama-server with SmolLM2 on a loopback port, two threads; yields its base URL."""
+    """llama-server with SmolLM2 on a loopback port, as the suite runs a model server beside
+    its other tests (one thread, niceness -10 as root: ``tests/serve/server_support``);
+    yields its base URL."""
     log = tmp_path_factory.mktemp("llama") / "server.log"
     try:
-        server = LlamaServer(SMOLLM2_135M, threads=2, log=log)
+        server = LlamaServer(SMOLLM2_135M, threads=SUITE_THREADS, nice=SUITE_NICE, log=log)
         endpoint = server.start()
     except PreflightError as error:
         missing(str(error))  # no binary or no model: fails under CI, skips elsewhere

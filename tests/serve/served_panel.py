@@ -29,13 +29,12 @@ from fire_exp.serve.server import Endpoint
 ROOT = Path(__file__).resolve().parents[2]
 TASKS = ("recover-wal-orders", "csv-column-stats")  # eligible, silent
 # The tasks' agent time (120 s) times this, per CLI. Codex with the 0.5B model rarely ends
-# its own turn, so its attempts mostly end by their timeout, a fair end: a quarter, 30 s,
-# holds a cold first answer and a few calls when the server runs before the machine's
-# other work (the suite's `served` server, `nice -n -10`; without that, beside the suite, a
-# 40 s attempt's first answer once came too late: provider_failed). Claude Code's end by
-# its own turn bound (below) well within the 120 s, whose timeout would leave no count of
-# its output tokens (only its ``result`` has them).
-MULTIPLIER = {"codex": 1 / 4, "claude-code": 1.0}
+# its own turn, so its attempts mostly end by their timeout, a fair end: a third, 40 s,
+# holds a cold first answer (~1.7k prompt tokens at ~66 tokens/s on one thread, then the
+# call) and a few calls. Claude Code's end by its own turn bound (below) well within the
+# 120 s, whose timeout would leave no count of its output tokens (only its ``result`` has
+# them).
+MULTIPLIER = {"codex": 1 / 3, "claude-code": 1.0}
 # Claude Code's own bound on its model calls (``--max-turns``, in agent.args for every arm):
 # a run it ends has its ``result``, the only line that counts output tokens.
 CLAUDE_MAX_TURNS = 4
