@@ -37,9 +37,10 @@ GROUPS: dict[str, tuple[str, ...]] = {
     # Local Ray clusters and the nodes' scratch root /tmp/fire-exp-ray, which test_ray
     # scans whole (attempt_processes(scratch_root())).
     "ray": ("tests/runner/test_ray.py",),
-    # Real model servers (llama.cpp's, two threads each): one at a time, so two never
-    # share the machine's two cores (CI saw a served-model turn take 538 s beside the
-    # SmolLM2 panel, 88 s alone).
+    # Real model servers (llama.cpp's, one thread each at niceness -10, before the other
+    # tests' work): one test at a time, so their servers never outnumber the machine's two
+    # cores (the served panels' two take both; CI saw a served-model turn take 538 s beside
+    # the SmolLM2 panel, 88 s alone).
     "model-server": ("tests/agents/test_llama_server.py", "tests/serve/test_served_model.py",
                      "tests/serve/test_served_panel.py"),
 }
