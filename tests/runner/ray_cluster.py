@@ -27,6 +27,8 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from tests.signals import gone
+
 
 def token_env() -> dict[str, str]:
     """Ray's token authentication with a fresh random token: for the cluster's nodes and
@@ -118,17 +120,10 @@ def _stop_groups(procs: list[subprocess.Popen[bytes]]) -> None:
                 proc.wait(timeout=max(deadline - time.monotonic(), 0.1))
             except subprocess.TimeoutExpired:
                 pass
-        if all(_group_gone(p.pid) for p in procs):
+        if all(gone(p.pid, group=True) for p in procs):
             return
         time.sleep(0.5)
 
-
-def _group_gone(pgid: int) -> bool:
-    try:
-        os.killpg(pgid, 0)
-    except ProcessLookupError:
-        return True
-    return False
 
 
 @dataclass(frozen=True)

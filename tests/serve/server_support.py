@@ -1,5 +1,5 @@
 """What the served-model tests share besides fixtures: whether the model can be served,
-whether a process is gone."""
+how the suite runs a model server; and ``tests.signals.gone``."""
 
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ from fire_exp.errors import PreflightError
 from fire_exp.serve.models import DEFAULT, gguf_path, model_named
 from fire_exp.serve.server import server_binary
 from tests.ci import missing
+from tests.signals import gone
 
 __all__ = ["SUITE_NICE", "SUITE_THREADS", "gone", "need_model"]
 
@@ -30,11 +31,3 @@ def need_model() -> None:
     except PreflightError as exc:
         missing(str(exc))
 
-
-def gone(pid: int) -> bool:
-    """Whether process ``pid`` no longer exists."""
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return True
-    return False

@@ -12,16 +12,10 @@ import pytest
 
 from fire_exp.stats import start_bootstrap_distributions
 from fire_exp.stats._fork import _Child, can_fork, in_child
+from tests.signals import gone
 
 pytestmark = pytest.mark.skipif(not hasattr(os, "fork"), reason="POSIX fork only")
 
-
-def _gone(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return True
-    return False
 
 
 def _exit_codes(monkeypatch) -> list[tuple[int, int]]:
@@ -105,10 +99,10 @@ def test_a_child_never_waited_for_is_stopped_and_reaped():
 
     child = _Child(compute, (1,))
     pid = child._pid  # noqa: SLF001 (the child's process, to see it reaped)
-    assert not _gone(pid)
+    assert not gone(pid)
     del child
     gc.collect()
-    assert _gone(pid)  # killed and reaped: not even a zombie is left
+    assert gone(pid)  # killed and reaped: not even a zombie is left
 
 
 def test_no_fork_while_another_thread_runs():
