@@ -179,11 +179,21 @@ def start_cluster(env: dict[str, str], head: NodeSpec | None = None,
     return cluster
 
 
+def _exited(cluster: Cluster) -> str:
+    """Why a ``ray start`` exited, from the end of its log: the log goes with the cluster's
+    temp folder when the failed start stops it."""
+    try:
+        lines = (cluster.temp_dir / "cluster.log").read_text(errors="replace").splitlines()
+    except OSError:
+        lines = []
+    return "ray start exited; its log ends:\n" + "\n".join(lines[-25:])
+
+
 def _wait_port(port: int, cluster: Cluster, timeout: float = 60) -> None:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if any(p.poll() is not None for p in cluster.procs):
-            raise RuntimeError(f"ray start exited; see {cluster.temp_dir}/cluster.log")
+            raise RuntimeError(_exited(cluster))
         with socket.socket() as s:
             if s.connect_ex(("127.0.0.1", port)) == 0:
                 return
@@ -208,6 +218,6 @@ def _wait_node(cluster: Cluster, port: int, timeout: float = 90) -> None:
         if port in _alive_ports(cluster):
             return
         if cluster.procs[-1].poll() is not None:
-            raise RuntimeError(f"ray start exited; see {cluster.temp_dir}/cluster.log")
+            raise RuntimeError(_exited(cluster))
         time.sleep(1)
     raise RuntimeError("the Ray worker node did not join")
