@@ -38,6 +38,36 @@ def test_a_rollout_that_does_not_line_up_adds_nothing() -> None:
     assert merge_rollout(transcript, calls) is transcript
 
 
+def test_a_command_still_running_is_a_call_where_it_started_and_its_exit_replaces_it() -> None:
+    """codex-cli 0.163.0's ``--json`` for a command still running when ``exec_command``
+    yields: ``item.started`` alone, then ``item.completed`` with the same id if it exits
+    (the real binary's run in test_real_codex.py)."""
+    def started(n: int, command: str) -> str:
+        return json.dumps({"type": "item.started", "item": {
+            "id": f"item_{n}", "type": "command_execution", "command": f"/bin/bash -lc '{command}'",
+            "aggregated_output": "", "exit_code": None, "status": "in_progress"}})
+    out = parse_codex_json([
+        started(2, "sleep 12; echo slept"), started(3, "python3 -m http.server"),
+        json.dumps({"type": "item.completed", "item": {
+            "id": "item_2", "type": "command_execution",
+            "command": "/bin/bash -lc 'sleep 12; echo slept'", "aggregated_output": "slept\n",
+            "exit_code": 0, "status": "completed"}})])
+    assert [(c.command, c.exit_code, c.output, c.ran) for c in out.commands] == [
+        ("sleep 12; echo slept", 0, "slept\n", True), ("python3 -m http.server", None, "", True)]
+    # The rollout shows the running one by its output so far, and gives both their ids.
+    rollout = [json.dumps({"type": "response_item", "payload": {
+        "type": "function_call", "name": "exec_command", "call_id": cid,
+        "arguments": json.dumps({"cmd": cmd})}}) for cid, cmd in
+        (("call_a", "sleep 12; echo slept"), ("call_b", "python3 -m http.server"))]
+    rollout += [json.dumps({"type": "response_item", "payload": {
+        "type": "function_call_output", "call_id": "call_b",
+        "output": "Chunk ID: 1\nProcess running with session ID 7681\nOutput:\n"}}),
+        json.dumps({"type": "event_msg", "payload": {"type": "item_completed", "item": {
+            "type": "CommandExecution", "id": "call_a"}}})]
+    merged = merge_rollout(out, rollout_calls(rollout))
+    assert [c.tool_use_id for c in merged.commands] == ["call_a", "call_b"]
+
+
 def test_a_reconnect_the_turn_recovered_from_is_a_warning_not_an_error() -> None:
     recovered = parse_codex_json([
         '{"type":"turn.started"}',

@@ -10,6 +10,7 @@ dialect writes. Each test is one attempt, a few model turns (a second or two of 
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -18,7 +19,8 @@ import pytest
 from fire_exp.agents.coding_agents import CodexAgent
 from fire_exp.agents.coding_agents.packaged import wheel_binary
 from fire_exp.paths import SUITES_DIR
-from tests.agents.agent_support import RunFn
+from fire_exp.records import Cause
+from tests.agents.agent_support import RunFn, task_copy
 from tests.agents.scripted_responses import (
     ResponsesServer,
     apply_patch,
@@ -116,3 +118,53 @@ def test_a_stream_cut_the_real_codex_recovers_from_is_judged_by_its_turn(
     assert '"message":"Reconnecting... 1/5' in stdout and len(server.requests) == 3
     assert record.cause is None and record.error is None, record.error
     assert record.valid and record.n_commands == 1
+
+
+def running(command: str, call_id: str) -> dict[str, Any]:
+    """An ``exec_command`` call that yields after half a second, its command still running
+    (Codex answers "Process running with session ID N")."""
+    return {"type": "function_call", "name": "exec_command", "call_id": call_id,
+            "arguments": json.dumps({"cmd": command, "yield_time_ms": 500})}
+
+
+def poll(body: dict[str, Any], call_id: str, wait_ms: int) -> dict[str, Any]:
+    """A ``write_stdin`` call polling the session ``call_id``'s answer names."""
+    session = re.search(r"session ID (\d+)", tool_outputs(body)[call_id])
+    assert session, tool_outputs(body)
+    return {"type": "function_call", "name": "write_stdin", "call_id": f"{call_id}_poll",
+            "arguments": json.dumps({"session_id": int(session.group(1)), "chars": "",
+                                     "yield_time_ms": wait_ms})}
+
+
+@pytest.mark.parametrize("end", ["turn ends", "polled to its exit", "CLI timed out"])
+def test_a_command_still_running_when_codex_yields_is_a_call_of_the_transcript(
+        codex_binary: str, run_task: RunFn, tmp_path: Path, end: str) -> None:
+    """Codex 0.163 shows a command still running when ``exec_command`` yields by its
+    ``item.started`` alone until it exits (then ``item.completed``, same id), and fires its
+    PostToolUse only then: a server left running at the end of the turn, or at the agent's
+    timeout, is an honest call, not a hook event with no tool call (which made the attempt
+    invalid)."""
+    command = "sleep 4; echo slept" if end == "polled to its exit" else "sleep 60"
+
+    def respond(body: dict[str, Any], n: int) -> list[dict[str, Any]]:
+        if n == 0:
+            return [running(command, "call_long")]
+        if n == 1 and end != "turn ends":  # the timeout (5 s) stops the CLI in this poll
+            return [poll(body, "call_long", 8000 if end == "polled to its exit" else 30000)]
+        return [message("Done.")]
+
+    task = task_copy(tmp_path, "csv-column-stats", 5.0) if end == "CLI timed out" \
+        else "csv-column-stats"
+    with ResponsesServer(respond) as server:
+        record = run_task(task, "real", codex(server))
+    assert record.valid, record.invalid_reason
+    assert record.cause == (Cause.AGENT_TIMEOUT if end == "CLI timed out" else None), \
+        record.error
+    [step] = [s for s in steps(tmp_path) if s["kind"] == "command"]
+    assert step["command"] == command and not step["denied"]
+    # Its exit status when it exited while Codex watched; none when it was still running.
+    assert (step["exit_code"], step["output"]) == \
+        ((0, "slept\n") if end == "polled to its exit" else (None, ""))
+    hooks = json.loads((tmp_path / "attempt/logs/agent/hook-summary.json").read_text())
+    assert hooks["by_event"]["PreToolUse"] == 1
+    assert hooks["by_event"].get("PostToolUse", 0) == (end == "polled to its exit")

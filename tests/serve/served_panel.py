@@ -167,7 +167,8 @@ def check_panel(agent: str, run: PanelRun) -> None:
         sorted(got)
     for (task, arm), a in got.items():
         r = a.record
-        where = f"{agent} {task}/{arm}: cause {r.cause}, error {r.error}"
+        where = (f"{agent} {task}/{arm}: cause {r.cause}, error {r.error}, invalid "
+                 f"{r.invalid_reason}")
         assert r.cause not in UNFAIR_CAUSES and r.valid, where
         assert r.lineage.replaces in (None, *(x.attempt_id for x in replaced)), where
         assert a.protocol_errors == [], (where, a.protocol_errors)

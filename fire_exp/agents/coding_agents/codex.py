@@ -3,7 +3,13 @@
 Output (``--json``, codex-cli 0.163): ``item.completed`` events whose item is a
 ``command_execution`` (``command`` shown as ``/bin/bash -lc '…'``, unwrapped here to the bare
 command the hook payloads carry; ``aggregated_output``, ``exit_code``) or a ``file_change``
-(``changes: [{path, kind}]``, absolute paths); ``turn.completed`` carries ``usage``
+(``changes: [{path, kind}]``, absolute paths). A command still running when ``exec_command``
+yields (a server, a long build; Codex answers "Process running with session ID N") has only
+its ``item.started`` (``exit_code`` null, ``status "in_progress"``) until it exits, when its
+``item.completed`` comes with the same item id (a ``write_stdin`` poll saw it end); one still
+running when the turn ends (Codex kills it) or the CLI is killed never completes. Such a
+call is in the transcript all the same, where it started, with no exit status: its hooks
+ran (PreToolUse, and PostToolUse only when it exits). ``turn.completed`` carries ``usage``
 (``input_tokens``, cached included, ``cached_input_tokens``, ``output_tokens``); no event names
 the model. A top-level ``error`` event is a warning ("Reconnecting... 1/5" of a retry Codex
 recovers from): the run is judged by how its turn ended, ``turn.completed`` or
@@ -246,18 +252,30 @@ def parse_codex_json(lines: Iterable[str]) -> CliTranscript:
     """Parse ``codex exec --json`` output (see the module docstring)."""
     out = CliTranscript()
     warnings: list[str] = []
+    running: dict[str, int] = {}  # a started command's item id -> its place in the commands
     for obj in json_objects(lines):
         kind = obj.get("type")
         item = as_dict(obj.get("item"))
         out.model = _codex_model(obj) or out.model
-        if kind == "item.completed" and item.get("type") == "command_execution":
+        if kind == "item.started" and item.get("type") == "command_execution":
+            # Running (Codex started it after its hooks allowed it): the call is here even
+            # if it never completes; its item.completed takes this place.
+            running[str(item.get("id"))] = len(out.commands)
+            out.commands.append(CliCommand(unwrap_shell(str(item.get("command", ""))),
+                                           ran=True))
+        elif kind == "item.completed" and item.get("type") == "command_execution":
             code = item.get("exit_code")
             code = code if isinstance(code, int) else None
-            out.commands.append(CliCommand(
+            command = CliCommand(
                 unwrap_shell(str(item.get("command", ""))),
                 str(item.get("aggregated_output") or ""),
                 code, item.get("status") not in (None, "completed"),
-                ran=True if code is not None else None))  # an exit status: it ran
+                ran=True if code is not None else None)  # an exit status: it ran
+            place = running.pop(str(item.get("id")), None)
+            if place is None:
+                out.commands.append(command)
+            else:
+                out.commands[place] = command
         elif kind == "item.completed" and item.get("type") == "file_change":
             changes = [c for c in item.get("changes") or [] if isinstance(c, dict)]
             paths = tuple(str(c["path"]) for c in changes if c.get("path"))

@@ -7,7 +7,9 @@ rollout-*.jsonl`` has every call: ``response_item`` lines of type ``function_cal
 ``input`` the patch), each with its ``call_id`` (the hook payloads' ``tool_use_id``); an
 ``event_msg`` ``item_completed`` line whose item id is that call id for each call that ran
 (``CommandExecution``, ``FileChange``); and the output the model got back, ``Command blocked
-by PreToolUse hook: REASON. Command: CMD`` for a denied one.
+by PreToolUse hook: REASON. Command: CMD`` for a denied one. A command still running when
+``exec_command`` yielded has its output so far ("Process running with session ID N") and its
+``item_completed`` only once it exits (at the turn's end, when Codex kills it: exit -1).
 
 :func:`merge_rollout` puts the denied calls into the transcript where they happened and
 gives every call its id, so ``commands.jsonl`` shows them as denied steps and the
@@ -46,6 +48,14 @@ class RolloutCall:
     ran: bool
     blocked: bool
     output: str = ""  # what Codex answered the model
+
+    @property
+    def shown(self) -> bool:
+        """Whether ``--json`` shows the call: it ran, or it is a shell command Codex started
+        (answered with its output so far, or not answered yet when the CLI was killed),
+        neither blocked by a hook nor refused as malformed."""
+        return self.ran or (not self.edit and not self.blocked and
+                            not self.output.startswith(REFUSED))
 
     @property
     def unapplied(self) -> bool:
@@ -145,14 +155,14 @@ def patch_paths(patch: str) -> tuple[str, ...]:
 def merge_rollout(transcript: CliTranscript, calls: list[RolloutCall]) -> CliTranscript:
     """``transcript`` with the rollout's blocked calls inserted where they happened and
     every call's id (unchanged when the calls that ran do not line up with its own)."""
-    shown = [c for c in calls if c.ran]
+    shown = [c for c in calls if c.shown]
     if len(shown) != len(transcript.commands) or any(
             c.edit != bool(t.paths) for c, t in zip(shown, transcript.commands, strict=True)):
         return transcript
     own = iter(transcript.commands)
     merged: list[CliCommand] = []
     for call in calls:
-        if call.ran:
+        if call.shown:
             merged.append(replace(next(own), tool_use_id=call.call_id))
         elif call.blocked:
             merged.append(CliCommand("apply_patch" if call.edit else call.command,
