@@ -53,6 +53,10 @@ JUDGES_THE_ENGINE = frozenset({"machine-engine"})
 
 # Fixtures that reach the machine's Docker engine (a test asking for one is a Docker test).
 ENGINE_FIXTURES = frozenset({"docker_client", "engine"})
+# Fixtures that add a bridge to the host: the engine judges compare the host's bridges
+# before and after too, so such a test shares the engine (never runs while one judges).
+# A planted bridge beside a judge failed its comparison in CI.
+HOST_BRIDGE_FIXTURES = frozenset({"planted_bridge"})
 
 _GROUP_OF = {module: group for group, modules in GROUPS.items() for module in modules}
 
@@ -71,7 +75,7 @@ def engine_use(item: pytest.Item | None) -> str | None:
         return None
     if group_of(item) in JUDGES_THE_ENGINE:
         return "exclusive"
-    if item.get_closest_marker("docker") or ENGINE_FIXTURES & set(
+    if item.get_closest_marker("docker") or (ENGINE_FIXTURES | HOST_BRIDGE_FIXTURES) & set(
             getattr(item, "fixturenames", ())):
         return "shared"
     return None

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.parallel import GROUPS, JUDGES_THE_ENGINE, EngineLock, rank
+from tests.parallel import GROUPS, JUDGES_THE_ENGINE, EngineLock, engine_use, rank
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -80,12 +80,20 @@ def test_slow_tests_without_a_group_or_the_engine_are_handed_out_first() -> None
         "judge", "grouped", "slow", "slow_too", "quick", "quick_too", "docker"]
 
 
+def test_a_test_that_plants_a_host_bridge_shares_the_engine() -> None:
+    """The engine judges compare the host's bridges: a planted one must not be there then."""
+    planting = _Item("tests/runner/test_docker_engine_leftovers.py::t")
+    planting.fixturenames = ("tmp_path", "planted_bridge")  # type: ignore[assignment]
+    assert engine_use(planting) == "shared"  # type: ignore[arg-type]  # what it reads
+    assert engine_use(_Item("tests/a.py::t")) is None  # type: ignore[arg-type]
+
+
 @pytest.mark.xdist_group("parallel-self-check")
 def test_a_group_reaches_the_scheduler(request: pytest.FixtureRequest) -> None:
     """Under ``--dist loadgroup`` (scripts/test) the scheduler reads an item's group from
     its id's ``@GROUP`` suffix: without it the group's tests are spread over the workers
     (under pytest 9.2 xdist's own suffix is lost: pytest-xdist issue 1386)."""
-    if not request.config.getvalue("loadgroup"):
+    if not getattr(request.config.option, "loadgroup", False):  # set on xdist's workers
         pytest.skip("not under pytest-xdist --dist loadgroup")
     from xdist.scheduler.loadgroup import LoadGroupScheduling
 

@@ -4,8 +4,9 @@ engine starts; an engine whose owner lives (another run's, now) is never touched
 
 The engines here are planted, not started: a folder as ``start_engine`` makes it, a
 process in its own session naming the folder as its daemon would, a bridge. Under their
-own root and bridge name (``tmp_path``, ``fxt…``), so they run beside everything else; the
-last test plants the module's real names and is in the ``machine-engine`` group.
+own root and bridge name (``tmp_path``, ``fxt…``), so they run beside everything but the
+engine judges, which compare the host's bridges (``tests/parallel.HOST_BRIDGE_FIXTURES``);
+the last test plants the module's real names and is in the ``machine-engine`` group.
 """
 
 from __future__ import annotations
@@ -37,7 +38,7 @@ def _bridge_exists(name: str) -> bool:
 
 
 @pytest.fixture
-def bridge() -> Iterator[str]:
+def planted_bridge() -> Iterator[str]:
     """A bridge of a planted engine (removed after the test whatever happened)."""
     if os.geteuid() != 0 or shutil.which("ip") is None:
         ci_missing("a planted engine's bridge needs root and ip")
@@ -90,34 +91,46 @@ def _ended(proc: subprocess.Popen[bytes]) -> bool:
     try:
         proc.wait(timeout=30)  # bounds the wait; reaping already waited for it to end
     except subprocess.TimeoutExpired:
-        return False
+        raise AssertionError(f"the stand-in daemon {proc.pid} is still there: "
+                             f"{_state(proc.pid)}") from None
     return True
 
 
+def _state(pid: int) -> str:
+    """What /proc says of a process (its state, signal masks), for a failure's message."""
+    try:
+        status = Path(f"/proc/{pid}/status").read_text()
+    except OSError as exc:
+        return f"no /proc entry ({exc})"
+    keep = ("State", "PPid", "SigBlk", "SigIgn", "SigPnd", "ShdPnd")
+    return "; ".join(line for line in status.splitlines() if line.split(":")[0] in keep)
+
+
 def test_a_dead_runs_engine_is_removed_with_its_daemon_and_bridge(
-        planted: Planted, bridge: str) -> None:
+        planted: Planted, planted_bridge: str) -> None:
     folder, daemon = planted.engine("dead")
     assert not owner_alive(folder)
-    assert reap_dead_engines(planted.root, bridge) == [folder]
+    assert reap_dead_engines(planted.root, planted_bridge) == [folder]
     assert _ended(daemon) and not folder.exists()
-    assert not _bridge_exists(bridge)
+    assert not _bridge_exists(planted_bridge)
 
 
-def test_a_bridge_left_without_any_engine_is_removed(tmp_path: Path, bridge: str) -> None:
-    assert reap_dead_engines(tmp_path, bridge) == []
-    assert not _bridge_exists(bridge)
+def test_a_bridge_left_without_any_engine_is_removed(tmp_path: Path,
+                                                     planted_bridge: str) -> None:
+    assert reap_dead_engines(tmp_path, planted_bridge) == []
+    assert not _bridge_exists(planted_bridge)
 
 
 @pytest.mark.parametrize("owner", ["alive", "none"])
 def test_a_living_or_unproven_engine_keeps_its_daemon_folder_and_bridge(
-        planted: Planted, bridge: str, owner: str) -> None:
+        planted: Planted, planted_bridge: str, owner: str) -> None:
     kept, kept_daemon = planted.engine(owner)
     dead, dead_daemon = planted.engine("dead")
     assert owner_alive(kept)
-    assert reap_dead_engines(planted.root, bridge) == [dead]
+    assert reap_dead_engines(planted.root, planted_bridge) == [dead]
     assert _ended(dead_daemon) and not dead.exists()
     assert kept_daemon.poll() is None and (kept / "dockerd.log").is_file()
-    assert _bridge_exists(bridge)  # the living engine's
+    assert _bridge_exists(planted_bridge)  # the living engine's
 
 
 def test_an_owner_whose_pid_now_names_another_process_is_dead(tmp_path: Path) -> None:
