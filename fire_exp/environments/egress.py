@@ -176,7 +176,9 @@ class EgressProxy:
         bind: the address to listen on (the egress network's gateway).
         allowed: ``host:port`` strings or URLs the CLI may reach.
         log_path: one JSON line per connection attempt (target, allowed or refused; an
-            HTTP request's ``request`` line and answered ``status``) and per error.
+            HTTP request's ``request`` line, answered ``status`` and ``output_events``, the
+            events of a model's output its answer carried) and per error; and one line
+            ``output: "streaming"`` when a plain-HTTP answer's first such event passes.
         max_connections: the cap on connections served at once.
     """
 
@@ -337,14 +339,18 @@ class EgressProxy:
         upstream = self._connect(conn, target, shown, request=line)
         if upstream is None:
             return
-        response = ResponseHead()
+        # The first event of the model's output is logged as it passes (the request's own
+        # line comes when it ends): a CLI stopped mid-answer shows no answer of its own.
+        response = ResponseHead(on_output=lambda: self._log(
+            shown, True, "", request=line, output="streaming"))
         with upstream:
             upstream.sendall(request_head(request, authority) + body)
             try:
                 self._pipe(conn, upstream, response)
             finally:
                 self._log(shown, True, "" if response.status else "no answer",
-                          request=line, status=response.status)
+                          request=line, status=response.status,
+                          output_events=response.output.count)
 
     def _http_target(self, request: HttpRequest, listener: _Listener
                      ) -> tuple[tuple[str, int], str | None]:

@@ -8,6 +8,10 @@ The proxy forwards an ``http://`` request in two shapes (``egress.py``):
   ``http://`` model endpoint appears to the box: forwarded to that endpoint, its ``Host``
   header set to the endpoint's own.
 
+The response's body is read as it passes for one thing only: the events of a model's
+output in it (:class:`OutputEvents`), the host's evidence that the model was answering
+when a CLI that counts an answer only once it completes was stopped mid-answer.
+
 Either way the request head is rewritten to origin-form with ``Connection: close``, so
 exactly one request travels on the upstream connection (a second request on the client's
 connection could otherwise name another host and ride the first one's tunnel); the
@@ -18,10 +22,12 @@ chunk the upstream sends is passed on as it arrives (a model's server-sent event
 
 from __future__ import annotations
 
+import re
+from collections.abc import Callable
 from dataclasses import dataclass
 
-__all__ = ["HEAD_END", "HttpRequest", "ResponseHead", "parse_request", "request_head",
-           "split_authority"]
+__all__ = ["HEAD_END", "HttpRequest", "OutputEvents", "ResponseHead", "parse_request",
+           "request_head", "split_authority"]
 
 HEAD_END = b"\r\n\r\n"
 # Hop-by-hop headers (RFC 9110 7.6.1) and the proxy's own: never passed on.
@@ -99,21 +105,66 @@ def request_head(request: HttpRequest, host_header: str | None = None) -> bytes:
     return ("\r\n".join(lines)).encode("latin-1") + HEAD_END
 
 
+# A server-sent event carrying tokens a model wrote, in the three streams the CLIs read:
+# OpenAI Responses (``response.output_text.delta``, ``response.function_call_arguments.delta``,
+# ``response.custom_tool_call_input.delta``, reasoning deltas), Anthropic Messages
+# (``content_block_delta``), Chat Completions (a ``delta`` with text or a tool call; its
+# first, ``{"role": "assistant", "content": ""}``, has none). Not ``response.created``,
+# ``message_start`` or a keep-alive: a server that sends those and hangs wrote nothing.
+_OUTPUT = re.compile(
+    rb'"type"\s*:\s*"(?:response\.[a-z_.]*\.delta|content_block_delta)"'
+    rb'|"delta"\s*:\s*\{[^{}]*"(?:content|reasoning_content)"\s*:\s*"[^"]'
+    rb'|"delta"\s*:\s*\{[^{}]*"tool_calls"\s*:\s*\[')
+_EVENT_END = re.compile(rb"\r?\n\r?\n")
+_CARRY = 1 << 16  # an event longer than this is scanned in parts (a match is short)
+
+
+class OutputEvents:
+    """Counts the server-sent events of a response body that carry a model's output
+    (:data:`_OUTPUT`), fed as the body passes, in pieces cut anywhere.
+
+    >>> events = OutputEvents()
+    >>> events.feed(b'event: response.created\\ndata: {"type":"response.created"}\\n\\nda')
+    0
+    >>> events.feed(b'ta: {"type":"response.output_text.delta","delta":"Hi"}\\n\\n')
+    1
+    """
+
+    def __init__(self) -> None:
+        self.count = 0
+        self._pending = b""
+
+    def feed(self, data: bytes) -> int:
+        """Take the next piece of the body; returns the count so far."""
+        self._pending += data
+        *complete, self._pending = _EVENT_END.split(self._pending)
+        self.count += sum(1 for event in complete if _OUTPUT.search(event))
+        if len(self._pending) > _CARRY:  # no event end for long: scan what is here
+            self.count += 1 if _OUTPUT.search(self._pending) else 0
+            self._pending = b""
+        return self.count
+
+
 class ResponseHead:
     """Passes an upstream's response through, rewriting its head(s) to ``Connection:
     close``; what follows the final head passes unchanged, chunk by chunk.
 
     ``status`` is the final status code once its head was seen (None before: the upstream
-    never answered). Interim ``1xx`` heads pass through as they come.
+    never answered). Interim ``1xx`` heads pass through as they come. ``output`` counts the
+    body's events of a model's output (:class:`OutputEvents`); ``on_output`` is called once,
+    at the first.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, on_output: Callable[[], None] | None = None) -> None:
         self.status: int | None = None
+        self.output = OutputEvents()
+        self._on_output = on_output
         self._buffer = b""
 
     def feed(self, data: bytes) -> bytes:
         """What to send the client for ``data`` from the upstream."""
         if self.status is not None:
+            self._body(data)
             return data
         self._buffer += data
         out = b""
@@ -124,8 +175,14 @@ class ResponseHead:
             if code is None or code >= 200:
                 self.status = code if code is not None else 0
         if self.status is not None:
+            self._body(self._buffer)
             out, self._buffer = out + self._buffer, b""
         return out
+
+    def _body(self, data: bytes) -> None:
+        before = self.output.count
+        if self.output.feed(data) and not before and self._on_output is not None:
+            self._on_output()
 
     def rest(self) -> bytes:
         """What the upstream sent without finishing a head (passed on as it is)."""

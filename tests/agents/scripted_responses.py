@@ -37,8 +37,8 @@ from typing import Any
 from fire_exp.paths import SUITES_DIR
 
 __all__ = ["MODEL", "ResponsesServer", "apply_patch", "cut_stream", "exec_command",
-           "hook_prompts",
-           "http_error", "message", "solution_responder", "tool_outputs"]
+           "hook_prompts", "http_error", "message", "slow_text", "solution_responder", "stall",
+           "tool_outputs"]
 
 CHECKED = "codex-cli 0.163.0"  # the client whose requests and stream reading this follows
 MODEL = "scripted-coder"
@@ -74,6 +74,18 @@ def cut_stream() -> dict[str, Any]:
     """A stream that stops after ``response.created`` (the connection closes before
     ``response.completed``): Codex reconnects and asks again."""
     return {"cut": True}
+
+
+def slow_text(words: int, every_s: float) -> dict[str, Any]:
+    """An answer whose text streams one word every ``every_s`` seconds
+    (``response.output_text.delta`` events), completed after the last: a slow model."""
+    return {"slow": words, "every_s": every_s}
+
+
+def stall(seconds: float) -> dict[str, Any]:
+    """``response.created``, then nothing for ``seconds`` (no event of output): a provider
+    that accepted the request and hangs."""
+    return {"slow": 0, "every_s": seconds}
 
 
 def _input_items(request: dict[str, Any]) -> list[dict[str, Any]]:
@@ -152,6 +164,10 @@ def sse(items: Sequence[Item], n: int, model: str = MODEL) -> bytes:
         "id": rid, "object": "response", "model": model, "status": "completed",
         "usage": _usage(n)}})
     return b"".join(f"event: {e['type']}\ndata: {json.dumps(e)}\n\n".encode() for e in events)
+
+
+def _event(event: dict[str, Any]) -> bytes:
+    return f"event: {event['type']}\ndata: {json.dumps(event)}\n\n".encode()
 
 
 class ResponsesServer:
@@ -239,6 +255,9 @@ class ResponsesServer:
                     self._send(400, b'{"error": {"message": "not JSON"}}', "application/json")
                     return
                 n, reply = server.reply_for(body, {k.lower(): v for k, v in self.headers.items()})
+                if isinstance(reply, dict) and "slow" in reply:
+                    self._slow(n, int(reply["slow"]), float(reply["every_s"]))
+                    return
                 if isinstance(reply, dict) and reply.get("cut"):
                     self.send_response(200)
                     self.send_header("Content-Type", "text/event-stream")
@@ -252,6 +271,41 @@ class ResponsesServer:
                     return
                 self._send(200, sse(reply, n, str(body.get("model") or MODEL)),
                            "text/event-stream")
+
+            def _slow(self, n: int, words: int, every_s: float) -> None:
+                """The events of :func:`sse` for one message, its text one delta at a
+                time (none: :func:`stall`), chunked, as a streaming server sends them."""
+                created, *_ = sse([], n).split(b"\n\n")
+                self.send_response(200)
+                self.send_header("Content-Type", "text/event-stream")
+                self.send_header("Transfer-Encoding", "chunked")
+                self.end_headers()
+                item = {"id": f"item_{n}_0", "type": "message", "role": "assistant",
+                        "status": "in_progress", "content": []}
+                events = [{"type": "response.output_item.added", "output_index": 0,
+                           "item": item}] if words else []
+                try:
+                    self._chunk(created + b"\n\n")
+                    for event in events:
+                        self._chunk(_event(event))
+                    for i in range(max(words, 1)):
+                        threading.Event().wait(every_s)
+                        if words:
+                            self._chunk(_event({"type": "response.output_text.delta",
+                                                "item_id": item["id"], "output_index": 0,
+                                                "content_index": 0, "delta": f"word{i} "}))
+                    text = " ".join(f"word{i}" for i in range(words)) or "Done."
+                    # the item's done and the response's completion (added went first)
+                    done = sse([message(text)], n).split(b"\n\n")[2 if words else 1:]
+                    self._chunk(b"\n\n".join(done))
+                    self._chunk(b"")
+                except OSError:
+                    pass  # the client went away (its CLI was stopped)
+                self.close_connection = True
+
+            def _chunk(self, data: bytes) -> None:
+                self.wfile.write(f"{len(data):x}\r\n".encode() + data + b"\r\n")
+                self.wfile.flush()
 
             def log_message(self, format: str, *args: Any) -> None:  # noqa: A002
                 pass  # quiet: tests read the requests from the server object

@@ -26,15 +26,18 @@ from fire_exp.agents.coding_agents.packaged import wheel_binary
 from fire_exp.environments.docker import DockerEnvironment
 from fire_exp.paths import SUITES_DIR
 from fire_exp.policies import build_arm, load_portfolio
-from fire_exp.records import AttemptRecord
+from fire_exp.records import AttemptRecord, Cause
 from fire_exp.runner.attempt import AttemptSpec, run_attempt
 from fire_exp.tasks.loader import load_task
+from tests.agents.agent_support import task_copy
 from tests.agents.scripted_responses import (
     ResponsesServer,
     apply_patch,
     exec_command,
     hook_prompts,
     message,
+    slow_text,
+    stall,
     tool_outputs,
 )
 from tests.ci import missing
@@ -91,3 +94,33 @@ def test_the_real_codex_in_the_box_is_denied_edits_stops_and_is_read_back(
     summary = json.loads((logs / "hook-summary.json").read_text())
     assert summary["by_event"]["PreToolUse"] == 3 and summary["tamper"] == []
     assert len(server.requests) == 4 and not any(hook_prompts(r) for r in server.requests)
+
+
+@pytest.mark.parametrize("model", ["answering slowly", "hung after created"])
+def test_a_codex_stopped_mid_answer_reached_its_model_and_a_hung_one_did_not(
+        engine: Any, tmp_path: Path, model: str) -> None:
+    """Codex 0.163 shows an answer, and counts its tokens, only once it completes: stopped
+    by the agent timeout while the model's answer streamed (one word a second), its output
+    shows nothing. The egress proxy on the host saw the answer's text pass: the model was
+    reached, a fair attempt the agent timed out on, not a provider failure replaced (a
+    survivorship bias against slow answers). A server that sends ``response.created`` and
+    hangs wrote nothing: that attempt never reached its model."""
+    if wheel_binary("codex") is None:
+        missing("the Codex CLI wheel (pip install 'fire-exp[codex]')")
+    task = task_copy(tmp_path, "csv-column-stats", timeout_sec=12.0)
+    reply = slow_text(200, 1.0) if model == "answering slowly" else stall(60)
+    with ResponsesServer([reply]) as server:
+        record = attempt(tmp_path, task, CodexAgent(model=MODEL, base_url=server.url(),
+                                                   args=ARGS))
+    egress = [json.loads(x) for x in (tmp_path / "attempt/logs/agent/egress.jsonl")
+              .read_text().splitlines()]
+    streaming = [e for e in egress if e.get("output") == "streaming"]
+    if model == "answering slowly":
+        assert record.cause == Cause.AGENT_TIMEOUT and record.valid, record.error
+        assert "while the model's answer was streaming to it" in str(record.error)
+        assert [e["request"] for e in streaming] == ["POST /v1/responses"]
+        assert record.reward is not None  # a fair attempt: its verifier ran
+    else:
+        assert record.cause == Cause.PROVIDER_FAILED, record.error
+        assert "never got a model answer" in str(record.error) and streaming == []
+        assert record.reward is None

@@ -28,6 +28,9 @@ class _Model(BaseHTTPRequestHandler):
         if self.path == "/v1/stream":
             self._stream()
             return
+        if self.path in ("/v1/answer", "/v1/created"):
+            self._answer(self.path == "/v1/answer")
+            return
         self._json({"path": self.path, "host": self.headers.get("Host")})
 
     def do_POST(self) -> None:  # noqa: N802 - http.server's name
@@ -56,6 +59,20 @@ class _Model(BaseHTTPRequestHandler):
         self._chunk(second)
         self._chunk(b"")
 
+    def _answer(self, writes: bool) -> None:
+        """A Responses stream (OpenAI's event names, as Codex 0.163 reads them): created,
+        then a delta of the model's text if ``writes``; held open until released."""
+        self.send_response(200)
+        self.send_header("Content-Type", "text/event-stream")
+        self.send_header("Transfer-Encoding", "chunked")
+        self.end_headers()
+        self._chunk(_event({"type": "response.created", "response": {"id": "r1"}}))
+        if writes:
+            self._chunk(_event({"type": "response.output_text.delta", "delta": "Hel"}))
+            self._chunk(_event({"type": "response.output_text.delta", "delta": "lo"}))
+        self.release.wait(30)
+        self._chunk(b"")
+
     def _chunk(self, data: bytes) -> None:
         self.wfile.write(f"{len(data):x}\r\n".encode() + data + b"\r\n")
         self.wfile.flush()
@@ -74,6 +91,10 @@ def model() -> Iterator[tuple[int, threading.Event]]:
     release.set()
     server.shutdown()
     server.server_close()
+
+
+def _event(data: dict[str, Any]) -> bytes:
+    return f"event: {data['type']}\ndata: {json.dumps(data)}\n\n".encode()
 
 
 def _log(path: Path) -> list[dict[str, Any]]:
@@ -180,3 +201,69 @@ def test_a_request_to_an_unreachable_allowed_endpoint_is_a_logged_502(tmp_path: 
     assert answer.status_code == 502
     (entry,) = _log(log)
     assert entry["allowed"] and entry["note"].startswith("upstream unreachable")
+
+
+def test_the_first_event_of_the_models_output_is_logged_while_the_answer_streams(
+        tmp_path: Path, model: tuple[int, threading.Event]) -> None:
+    """The host's evidence that the model was answering (a CLI stopped mid-answer shows no
+    answer of its own): a line as the first output event passes, before the answer ends;
+    a stream of ``response.created`` alone (a server that hangs after it) gives none."""
+    port, release = model
+    log = tmp_path / "egress.jsonl"
+    proxy = EgressProxy("127.0.0.1", [f"http://127.0.0.1:{port}/v1"], log)
+    inside = proxy.url_in_box(f"http://127.0.0.1:{port}/v1")
+    try:
+        with requests.get(inside + "/created", stream=True, timeout=60) as hung, \
+                requests.get(inside + "/answer", stream=True, timeout=60) as answering:
+            lines = answering.iter_lines()
+            assert b'"Hel"' in next(line for line in lines if line.startswith(b"data") and
+                                   b"delta" in line)
+            streaming = [e for e in _poll(log, "output") if e.get("output") == "streaming"]
+            assert [e["request"] for e in streaming] == ["GET /v1/answer"]  # still open
+            assert hung.status_code == 200
+            release.set()
+            list(lines)
+    finally:
+        proxy.close()
+    ended = {e["request"]: e["output_events"] for e in _log(log) if "output_events" in e}
+    assert ended == {"GET /v1/answer": 2, "GET /v1/created": 0}
+
+
+def _poll(log: Path, key: str) -> list[dict[str, Any]]:
+    """The log's lines once one has ``key`` (the proxy writes from its own thread)."""
+    for _ in range(600):  # bounds the wait; not a test of speed
+        lines = _log(log) if log.is_file() else []
+        if any(key in e for e in lines):
+            return lines
+        threading.Event().wait(0.05)
+    return _log(log)
+
+
+@pytest.mark.parametrize(("stream", "events"), [
+    # OpenAI Responses (codex-cli 0.163's stream): text, a call's arguments, reasoning
+    (b'event: response.created\ndata: {"type":"response.created"}\n\n'
+     b'event: response.output_item.added\ndata: {"type":"response.output_item.added"}\n\n'
+     b'event: response.output_text.delta\ndata: {"type":"response.output_text.delta",'
+     b'"delta":"a"}\n\n'
+     b'data: {"type":"response.function_call_arguments.delta","delta":"{"}\n\n'
+     b'data: {"type": "response.reasoning_text.delta", "delta": "b"}\r\n\r\n', 3),
+    # Anthropic Messages (Claude Code 2.1's): message_start and pings are not output
+    (b'event: message_start\ndata: {"type":"message_start","message":{}}\n\n'
+     b'event: ping\ndata: {"type": "ping"}\n\n'
+     b'event: content_block_delta\ndata: {"type":"content_block_delta","index":0,'
+     b'"delta":{"type":"text_delta","text":"Hi"}}\n\n', 1),
+    # Chat Completions: the role-only first chunk carries no token; text and a tool call do
+    (b'data: {"choices":[{"delta":{"role":"assistant","content":""}}]}\n\n'
+     b'data: {"choices":[{"delta":{"content":"x"}}]}\n\n'
+     b'data: {"choices":[{"delta":{"tool_calls":[{"index":0}]}}]}\n\n'
+     b'data: [DONE]\n\n', 2),
+    (b": keep-alive\n\n", 0),
+])
+def test_output_events_are_counted_however_the_body_is_cut(stream: bytes, events: int) -> None:
+    from fire_exp.environments.egress_http import OutputEvents
+
+    for size in (1, 7, len(stream)):
+        counter = OutputEvents()
+        for start in range(0, len(stream), size):
+            counter.feed(stream[start:start + size])
+        assert counter.count == events, size

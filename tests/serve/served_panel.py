@@ -33,7 +33,8 @@ TASKS = ("recover-wal-orders", "csv-column-stats")  # eligible, silent
 # a cold first answer and a long one. Beside CI's other tests a one-thread server reads
 # ~43 prompt tokens/s and writes 5-8 tokens/s, so a cold first request (~1.3k tokens) takes
 # ~35 s, and a rambling answer of 170 tokens once outlasted a 40 s attempt (Codex counts an
-# answer's tokens when it completes: no count, provider_failed). Claude Code's attempts
+# answer's tokens when it completes: no count; provider_failed then, agent_timeout now that
+# the egress proxy sees the answer streaming). Claude Code's attempts
 # end by its own turn bound (below), well within one and a half times the 120 s: its
 # timeout would leave no count of its output tokens (only its ``result`` has them), and
 # beside CI's load a three-turn attempt took 99 s.
@@ -174,7 +175,10 @@ def check_panel(agent: str, run: PanelRun) -> None:
         assert a.protocol_errors == [], (where, a.protocol_errors)
         assert r.agent == agent and r.environment == "docker"
         assert r.usage.model == DEFAULT, where
-        assert r.usage.input_tokens > 0 and r.usage.output_tokens > 0, (where, r.usage)
+        # Counted, but for an attempt stopped while its first answer streamed: the CLI
+        # counts an answer only once it completes, and the record says so.
+        if not (r.cause == Cause.AGENT_TIMEOUT and "answer was streaming" in str(r.error)):
+            assert r.usage.input_tokens > 0 and r.usage.output_tokens > 0, (where, r.usage)
         assert r.usage.cost_usd == 0.0, where  # a local model's configured price
         assert r.timings.agent_s <= 120 * MULTIPLIER[agent] + 30, where
         assert a.unanswered <= 1, where  # every call answered but one the timeout cut

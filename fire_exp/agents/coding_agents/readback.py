@@ -22,6 +22,7 @@ from fire_exp.agents.coding_agents.unreached import (
     egress_summary,
     model_answered,
     never_answered,
+    streamed_answers,
 )
 from fire_exp.agents.session import AgentSession
 from fire_exp.agents.transcript import price_tokens
@@ -83,16 +84,27 @@ class ReadBack:
         self._read_back(session, transcript, summary, evidence, policy_arm=target is not None)
         usage, tamper = self.usage(transcript), evidence.reasons
         # Nothing was measured: no answer in the output, and no token the model wrote
-        # (Codex's rollout counts the responses whose calls ``--json`` shows no item for).
-        if model_answered(self.dialect.target, lines) is False and not transcript.output_tokens:
+        # (Codex's rollout counts the responses whose calls ``--json`` shows no item for),
+        # unless the CLI was stopped by its timeout while the model's answer was streaming
+        # to it (the host's egress proxy saw its output): the model was reached, and its
+        # answer's length is the model's own doing, as any timeout.
+        unanswered = model_answered(self.dialect.target, lines) is False and \
+            not transcript.output_tokens
+        streamed = streamed_answers(files.egress_log) if unanswered and timed_out else 0
+        if unanswered and not streamed:
             raise never_answered(
                 self.name, self.binary, self.base_url, lines,
                 files.cli_stderr.read_text(errors="replace"), code=code, timed_out=timed_out,
                 redact=session.env.redactor.text, tamper=tamper,
                 egress=egress_summary(files.egress_log))
         if timed_out:
+            mid = (f" while the model's answer was streaming to it ({streamed} answer(s) "
+                   "through the egress proxy carried its output; the CLI shows an answer, "
+                   "and counts its tokens, only once it completes: none here)") \
+                if streamed else ""
             return AgentOutcome(usage=usage, cause=Cause.AGENT_TIMEOUT,
-                                error=f"{self.binary} ran past the agent timeout", tamper=tamper)
+                                error=f"{self.binary} ran past the agent timeout{mid}",
+                                tamper=tamper)
         if transcript.step_limit and not transcript.errors:  # the turn bound in agent.args
             return AgentOutcome(usage=usage, cause=Cause.AGENT_STEP_LIMIT,
                                 error=f"{self.binary} reached its own turn limit", tamper=tamper)

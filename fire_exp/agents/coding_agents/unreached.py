@@ -26,12 +26,13 @@ import json
 import re
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
+from typing import Any
 
 from fire_exp.agents.base import ProviderError
 from fire_exp.errors import ProtocolError
 
 __all__ = ["configuration_error", "egress_summary", "failure_text", "model_answered",
-           "never_answered"]
+           "never_answered", "streamed_answers"]
 
 # (pattern, what the user is told); the first match wins.
 _CONFIGURATION: tuple[tuple[re.Pattern[str], str], ...] = (
@@ -141,11 +142,11 @@ def egress_summary(log: Path) -> str:
     >>> egress_summary(Path("/nonexistent/egress.jsonl"))
     ''
     """
-    try:
-        entries = [json.loads(x) for x in log.read_text(encoding="utf-8").splitlines() if x]
-    except (OSError, json.JSONDecodeError):
+    entries = _egress_entries(log)
+    if entries is None:
         return ""
-    through = [e for e in entries if isinstance(e, dict) and e.get("allowed")]
+    through = [e for e in entries if isinstance(e, dict) and e.get("allowed")
+               and e.get("output") != "streaming"]
     answered = [e for e in through if e.get("status")]
     if not through:
         refused = sum(1 for e in entries if isinstance(e, dict) and not e.get("allowed"))
@@ -153,6 +154,28 @@ def egress_summary(log: Path) -> str:
     notes = sorted({str(e.get("note")) for e in through if e.get("note")})
     return (f"; the egress proxy let {len(through)} connection(s) through, "
             f"{len(answered)} answered" + (f" ({notes[0][:200]})" if notes else ""))
+
+
+def streamed_answers(log: Path) -> int:
+    """How many of the box's plain-HTTP requests to its model got an answer whose output
+    was streaming through the egress proxy (``ATTEMPT/logs/agent/egress.jsonl``: the
+    proxy's ``output: "streaming"`` line at an answer's first event of the model's output;
+    0 where there was no proxy, or the endpoint is HTTPS, tunnelled unread).
+
+    The host's evidence that the model was answering: Codex 0.163 and Claude Code 2.1 show
+    an answer, and count its tokens, only once it completes, so a CLI stopped by the agent
+    timeout mid-answer shows none.
+    """
+    entries = _egress_entries(log) or []
+    return sum(1 for e in entries if isinstance(e, dict) and e.get("allowed")
+               and e.get("output") == "streaming")
+
+
+def _egress_entries(log: Path) -> list[Any] | None:
+    try:
+        return [json.loads(x) for x in log.read_text(encoding="utf-8").splitlines() if x]
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError):
+        return None
 
 
 def never_answered(agent: str, binary: str, base_url: str | None, lines: Sequence[str],
