@@ -124,9 +124,12 @@ def test_a_resumed_run_removes_containers_of_dead_runs(docker_client: Any) -> No
                 f"{LABEL}.owner-pid": str(dead.pid)})
     try:
         assert DockerEnvironment.reap_orphans() >= 1  # what run_panel calls on (re)start
-        assert not _owned_by(docker_client, dead.pid)
+        # This container, by its id: another of the suite's containers may name the same
+        # pid (a process of the same pid before the pids wrapped: 32768 here, and the
+        # suite starts tens of thousands of processes), kept for its own reasons.
+        assert not _exists(orphan)
     finally:
-        if _owned_by(docker_client, dead.pid):
+        if _exists(orphan):
             _remove(orphan)
 
 

@@ -262,16 +262,26 @@ def _empty(host: str) -> list[str]:
     return networks
 
 
+# What the last _end_processes saw, for a test's failure message: (seconds since its
+# start, what it did, the pids naming the folder then).
+LAST_ENDING: list[tuple[float, str, list[int]]] = []
+
+
 def _end_processes(folder: Path, wait_s: float = 30) -> None:
     """SIGTERM the processes naming ``folder`` (a daemon stops its containers), SIGKILL
     those left after ``wait_s``."""
+    start = time.monotonic()
+    LAST_ENDING.clear()
     for sig in (signal.SIGTERM, signal.SIGKILL):
-        for pid in _processes_naming(folder):
+        found = _processes_naming(folder)
+        LAST_ENDING.append((round(time.monotonic() - start, 2), f"signal {sig.name}", found))
+        for pid in found:
             with contextlib.suppress(ProcessLookupError):
                 os.kill(pid, sig)
         deadline = time.monotonic() + wait_s  # bounds the wait; not a test of speed
-        while _processes_naming(folder) and time.monotonic() < deadline:
+        while (left := _processes_naming(folder)) and time.monotonic() < deadline:
             time.sleep(0.1)
+        LAST_ENDING.append((round(time.monotonic() - start, 2), "left", left))
 
 
 def _remove_bridges(bridges: list[str]) -> None:

@@ -92,8 +92,17 @@ def _ended(proc: subprocess.Popen[bytes]) -> bool:
         proc.wait(timeout=30)  # bounds the wait; reaping already waited for it to end
     except subprocess.TimeoutExpired:
         raise AssertionError(f"the stand-in daemon {proc.pid} is still there: "
-                             f"{_state(proc.pid)}") from None
+                             f"{_state(proc.pid)}; its cmdline "
+                             f"{_cmdline(proc.pid)!r}; the reaping saw "
+                             f"{docker_engine.LAST_ENDING}") from None
     return True
+
+
+def _cmdline(pid: int) -> bytes:
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes()
+    except OSError as exc:
+        return str(exc).encode()
 
 
 def _state(pid: int) -> str:
