@@ -1,7 +1,8 @@
 """Find and remove what fire-exp left on the Docker engine (run starts, ``fire-exp cleanup``).
 
 Every container, image and network fire-exp makes carries the label ``fire-exp=1``. An
-attempt's container also names its owner (``fire-exp.owner-host``, ``fire-exp.owner-pid``),
+attempt's container also names its owner (``fire-exp.owner-host``, ``fire-exp.owner-pid``,
+``fire-exp.owner-start``: its start time, as a pid is used again once the pids wrap),
 its run (``fire-exp.run``, ``fire-exp.run-dir``) and whether it is kept for inspection
 (``fire-exp.keep``). A container is *provably dead* only when it was made on this host, its
 owning process is gone, and its run folder's lock (``attempts.lock``) is free. Everything
@@ -30,7 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from fire_exp.environments.images import LABEL, image_exists
-from fire_exp.environments.inbox.procs import is_alive
+from fire_exp.environments.inbox.procs import is_alive, start_time
 from fire_exp.environments.upkeep import CleanupReport
 
 __all__ = ["CleanupReport", "cleanup", "lock_free", "remove_idle_networks", "remove_runtimes",
@@ -76,7 +77,10 @@ def why_kept(labels: dict[str, str], *, own_run: Path | None = None,
         pid = int(labels.get(f"{LABEL}.owner-pid", ""))
     except ValueError:
         return "its owner is unknown"
-    if pid == os.getpid() or is_alive(pid):
+    # The pid with its start time names one process; a container made before owners
+    # carried it (no label) is judged by the pid alone, alive if any process has it.
+    start = labels.get(f"{LABEL}.owner-start")
+    if pid == os.getpid() or (is_alive(pid) and (not start or start_time(pid) == start)):
         return f"its run is alive (pid {pid})"
     if labels.get(f"{LABEL}.keep") == "1":
         return "kept for inspection (keep_container)"

@@ -25,6 +25,7 @@ from typing import Any
 
 from fire_exp.environments.failure import EnvironmentFailure
 from fire_exp.environments.host_lock import host_lock
+from fire_exp.environments.inbox.procs import start_time
 from fire_exp.environments.upkeep import BootstrapResult
 from fire_exp.errors import FireExpError
 from fire_exp.files import load_yaml
@@ -281,6 +282,8 @@ def _build(client: Any, task: Task, tag: str, base_image: str, context: Path,
 
 
 def owner_labels() -> dict[str, str]:
-    """Labels naming the process that owns a container (``fire-exp cleanup`` checks it)."""
+    """Labels naming the process that owns a container (``fire-exp cleanup`` checks it):
+    its host, pid and start time (a pid is used again once the pids wrap)."""
     return {LABEL: "1", f"{LABEL}.owner-host": socket.gethostname(),
-            f"{LABEL}.owner-pid": str(os.getpid())}
+            f"{LABEL}.owner-pid": str(os.getpid()),
+            f"{LABEL}.owner-start": start_time(os.getpid()) or ""}

@@ -33,3 +33,21 @@ def test_a_container_whose_scratch_folder_is_gone_has_ended(tmp_path: Path) -> N
     assert why_kept(_labels(tmp_path / "elsewhere" / "run"), scratch=scratch) is not None
     other_host = _labels(ended) | {f"{LABEL}.owner-host": "another-machine"}
     assert why_kept(other_host, scratch=scratch) is not None
+
+
+def test_a_living_pid_that_started_after_the_owner_is_another_process() -> None:
+    """The pids wrap (32768 on this project's machines, passed in minutes by the suite): a
+    dead run's pid may name a living process by then. The owner's start time tells them
+    apart; a container made before owners carried it is judged by the pid alone."""
+    from fire_exp.environments.images import owner_labels
+    from fire_exp.environments.inbox.procs import start_time
+
+    own = owner_labels()
+    assert own[f"{LABEL}.owner-start"] == start_time(os.getpid())
+    parent = {f"{LABEL}.owner-host": socket.gethostname(),
+              f"{LABEL}.owner-pid": str(os.getppid())}
+    started = start_time(os.getppid())
+    assert started is not None
+    assert why_kept(parent | {f"{LABEL}.owner-start": started}) is not None
+    assert why_kept(parent | {f"{LABEL}.owner-start": str(int(started) - 1)}) is None
+    assert why_kept(parent) is not None  # no start time: the pid alone, alive

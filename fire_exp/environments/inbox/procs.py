@@ -36,6 +36,13 @@ def _stat_fields(pid: int) -> list[str] | None:
     return data[data.rindex(")") + 2:].split()
 
 
+def start_time(pid: int) -> str | None:
+    """When ``pid`` started, in clock ticks since boot (``/proc/PID/stat`` field 22; None:
+    it is gone): with the pid, names one process, as pids are used again."""
+    fields = _stat_fields(pid)
+    return fields[19] if fields and fields[0] not in ("Z", "X") else None
+
+
 def session_of(pid: int) -> int | None:
     """The session id of ``pid`` (None: it is gone)."""
     fields = _stat_fields(pid)
