@@ -121,7 +121,9 @@ _CARRY = 1 << 16  # an event longer than this is scanned in parts (a match is sh
 
 class OutputEvents:
     """Counts the server-sent events of a response body that carry a model's output
-    (:data:`_OUTPUT`), fed as the body passes, in pieces cut anywhere.
+    (:data:`_OUTPUT`), fed as the body passes, in pieces cut anywhere. The body is read as
+    it comes, chunked framing and all: two events whose blank line a chunk's framing split
+    count as one, so the count is a lower bound (what it is for is whether it is 0).
 
     >>> events = OutputEvents()
     >>> events.feed(b'event: response.created\\ndata: {"type":"response.created"}\\n\\nda')
