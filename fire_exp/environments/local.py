@@ -119,7 +119,10 @@ class LocalEnvironment(Environment):
         super().__init__(task, attempt_dir, attempt_id)
         self.keep_workdir = keep_workdir
         self.allow_network = allow_network
-        self.marker = f"{attempt_id.replace('/', '.')}.{os.getpid()}.{id(self):x}"
+        # ATTEMPT.PID-START.OBJECT: the owner by its pid and start time (pids are used
+        # again; runner/cleanup.owner_alive reads it).
+        self.marker = (f"{attempt_id.replace('/', '.')}.{os.getpid()}-"
+                       f"{procs.start_time(os.getpid())}.{id(self):x}")
         self.box = self.files.box
         self.port = 0
         self._host: subprocess.Popen[str] | None = None

@@ -16,7 +16,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from types import FrameType
 
-from fire_exp.environments.inbox.procs import environ, is_alive, pids
+from fire_exp.environments.inbox.procs import environ, is_alive, pids, start_time
 
 
 def attempt_processes(root: Path) -> dict[int, str]:
@@ -40,13 +40,19 @@ def attempt_processes(root: Path) -> dict[int, str]:
 def owner_alive(marker: str) -> bool:
     """Whether the process that made an attempt's marker still runs.
 
-    The local environment's marker is ``ATTEMPT.PID.OBJECT``; a marker of another shape
-    counts as owned by a live process (nothing is killed on a guess).
+    The local environment's marker is ``ATTEMPT.PID-START.OBJECT`` (the owner's pid and
+    start time: a pid alone may name another process once the pids wrap), or
+    ``ATTEMPT.PID.OBJECT`` as before; a marker of another shape counts as owned by a live
+    process (nothing is killed on a guess).
+
+    >>> owner_alive("t.1.7f"), owner_alive("t.1-0.7f"), owner_alive("t.x.7f")
+    (True, False, True)
     """
     parts = marker.rsplit(".", 2)
-    if len(parts) != 3 or not parts[1].isdigit():
+    pid, _, start = parts[1].partition("-") if len(parts) == 3 else ("", "", "")
+    if not pid.isdigit() or (start and not start.isdigit()):
         return True
-    return is_alive(int(parts[1]))
+    return is_alive(int(pid)) and (not start or start_time(int(pid)) == start)
 
 
 def reap(root: Path, *, orphans_only: bool = False) -> list[int]:
