@@ -37,22 +37,36 @@ def attempt_processes(root: Path) -> dict[int, str]:
     return found
 
 
-def owner_alive(marker: str) -> bool:
-    """Whether the process that made an attempt's marker still runs.
+def marker_owner(marker: str) -> tuple[str, int, str | None] | None:
+    """``(attempt, pid, start)`` of a local environment's marker, ``ATTEMPT.PID-START.OBJECT``
+    (the owner's pid and start time: a pid alone may name another process once the pids
+    wrap) or ``ATTEMPT.PID.OBJECT`` as before (start None); None for another shape.
 
-    The local environment's marker is ``ATTEMPT.PID-START.OBJECT`` (the owner's pid and
-    start time: a pid alone may name another process once the pids wrap), or
-    ``ATTEMPT.PID.OBJECT`` as before; a marker of another shape counts as owned by a live
-    process (nothing is killed on a guess).
+    >>> marker_owner("t.a.0.1234-567.7f"), marker_owner("t.1.7f"), marker_owner("t.x.7f")
+    (('t.a.0', 1234, '567'), ('t', 1, None), None)
+    """
+    parts = marker.rsplit(".", 2)
+    if len(parts) != 3:
+        return None
+    pid, dash, start = parts[1].partition("-")
+    if not pid.isdigit() or (dash and not start.isdigit()):
+        return None
+    return parts[0], int(pid), start if dash else None
+
+
+def owner_alive(marker: str) -> bool:
+    """Whether the process that made an attempt's marker (:func:`marker_owner`) still runs;
+    a marker of another shape counts as owned by a live process (nothing is killed on a
+    guess).
 
     >>> owner_alive("t.1.7f"), owner_alive("t.1-0.7f"), owner_alive("t.x.7f")
     (True, False, True)
     """
-    parts = marker.rsplit(".", 2)
-    pid, _, start = parts[1].partition("-") if len(parts) == 3 else ("", "", "")
-    if not pid.isdigit() or (start and not start.isdigit()):
+    owner = marker_owner(marker)
+    if owner is None:
         return True
-    return is_alive(int(pid)) and (not start or start_time(int(pid)) == start)
+    _, pid, start = owner
+    return is_alive(pid) and (start is None or start_time(pid) == start)
 
 
 def reap(root: Path, *, orphans_only: bool = False) -> list[int]:

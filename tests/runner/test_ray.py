@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from fire_exp.records import Cause, read_records
-from fire_exp.runner.cleanup import attempt_processes
+from fire_exp.runner.cleanup import attempt_processes, marker_owner
 from fire_exp.runner.ray_executor import scratch_root
 from tests.runner.ray_cluster import Cluster, start_cluster, token_env
 from tests.runner.runner_helpers import ROOT, SMALL, cli, cli_env
@@ -91,10 +91,10 @@ def _attempt_owner(cluster: Cluster, deadline: float) -> tuple[int, str, str]:
     """(worker pid, attempt id, marker prefix) of an attempt running on the cluster."""
     while time.monotonic() < deadline:
         for marker in attempt_processes(scratch_root()).values():
-            attempt, pid, _ = marker.rsplit(".", 2)
-            if pid.isdigit() and cluster.descends(int(pid)):
-                task, arm, rep = attempt.split(".")
-                return int(pid), f"{task}/{arm}/{rep}", f"{attempt}.{pid}."
+            owner = marker_owner(marker)
+            if owner is not None and cluster.descends(owner[1]):
+                task, arm, rep = owner[0].split(".")
+                return owner[1], f"{task}/{arm}/{rep}", marker.rsplit(".", 1)[0] + "."
         time.sleep(0.05)
     raise AssertionError("no attempt ever ran on the cluster")
 
