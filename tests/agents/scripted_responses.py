@@ -29,6 +29,7 @@ from __future__ import annotations
 import argparse
 import json
 import threading
+import time
 from collections.abc import Callable, Sequence
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -153,6 +154,11 @@ def _usage(n: int) -> dict[str, Any]:
 
 def sse(items: Sequence[Item], n: int, model: str = MODEL) -> bytes:
     """The event stream of one answer with ``items``."""
+    return b"".join(_event(e) for e in _events(items, n, model))
+
+
+def _events(items: Sequence[Item], n: int, model: str = MODEL) -> list[dict[str, Any]]:
+    """The events of one answer: created, each item added and done, completed."""
     rid = f"resp_scripted_{n}"
     events: list[dict[str, Any]] = [{"type": "response.created", "response": {
         "id": rid, "object": "response", "model": model, "status": "in_progress"}}]
@@ -163,7 +169,7 @@ def sse(items: Sequence[Item], n: int, model: str = MODEL) -> bytes:
     events.append({"type": "response.completed", "response": {
         "id": rid, "object": "response", "model": model, "status": "completed",
         "usage": _usage(n)}})
-    return b"".join(f"event: {e['type']}\ndata: {json.dumps(e)}\n\n".encode() for e in events)
+    return events
 
 
 def _event(event: dict[str, Any]) -> bytes:
@@ -275,29 +281,25 @@ class ResponsesServer:
             def _slow(self, n: int, words: int, every_s: float) -> None:
                 """The events of :func:`sse` for one message, its text one delta at a
                 time (none: :func:`stall`), chunked, as a streaming server sends them."""
-                created, *_ = sse([], n).split(b"\n\n")
+                text = " ".join(f"word{i}" for i in range(words)) or "Done."
+                created, added, *done = _events([message(text)], n)
                 self.send_response(200)
                 self.send_header("Content-Type", "text/event-stream")
                 self.send_header("Transfer-Encoding", "chunked")
                 self.end_headers()
-                item = {"id": f"item_{n}_0", "type": "message", "role": "assistant",
-                        "status": "in_progress", "content": []}
-                events = [{"type": "response.output_item.added", "output_index": 0,
-                           "item": item}] if words else []
+                item = added["item"] | {"status": "in_progress", "content": []}
                 try:
-                    self._chunk(created + b"\n\n")
-                    for event in events:
-                        self._chunk(_event(event))
+                    self._chunk(_event(created))
+                    if words:  # the item, empty, before its text
+                        self._chunk(_event(added | {"item": item}))
                     for i in range(max(words, 1)):
-                        threading.Event().wait(every_s)
+                        time.sleep(every_s)
                         if words:
                             self._chunk(_event({"type": "response.output_text.delta",
                                                 "item_id": item["id"], "output_index": 0,
                                                 "content_index": 0, "delta": f"word{i} "}))
-                    text = " ".join(f"word{i}" for i in range(words)) or "Done."
-                    # the item's done and the response's completion (added went first)
-                    done = sse([message(text)], n).split(b"\n\n")[2 if words else 1:]
-                    self._chunk(b"\n\n".join(done))
+                    for event in done if words else [added, *done]:
+                        self._chunk(_event(event))
                     self._chunk(b"")
                 except OSError:
                     pass  # the client went away (its CLI was stopped)

@@ -36,6 +36,8 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from fire_exp.environments.inbox.procs import start_time
+
 BRIDGE, BRIDGE_ADDRESS = "fxbr0", "10.213.0.1/24"
 # Where the engines' folders are made (short: the socket path) and their names' prefix.
 ENGINES_ROOT, PREFIX = Path("/tmp"), "fxd"
@@ -182,7 +184,7 @@ def write_owner(folder: Path, pid: int | None = None) -> None:
     """Name the engine's owner in its folder: this process (or ``pid``), by its pid and
     start time (a pid used again by another process is not the owner)."""
     pid = os.getpid() if pid is None else pid
-    (folder / "owner.tmp").write_text(f"{pid} {_start_time(pid)}\n")
+    (folder / "owner.tmp").write_text(f"{pid} {start_time(pid)}\n")
     os.replace(folder / "owner.tmp", folder / "owner")  # whole or absent, never half
 
 
@@ -192,7 +194,7 @@ def owner_alive(folder: Path) -> bool:
     unreadably is not provably dead, so it counts as alive."""
     try:
         pid, start = (folder / "owner").read_text().split()
-        return _start_time(int(pid)) == start
+        return start_time(int(pid)) == start
     except (OSError, ValueError):
         return True
 
@@ -217,16 +219,6 @@ def reap_dead_engines(root: Path = ENGINES_ROOT, bridge: str = BRIDGE) -> list[P
     if not living:
         _remove_bridges([bridge])
     return reaped
-
-
-def _start_time(pid: int) -> str | None:
-    """The process's start time (``/proc/PID/stat`` field 22), or None if it is gone."""
-    try:
-        data = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return None
-    fields = data[data.rindex(")") + 2:].split()  # the name may hold spaces and ')'
-    return None if fields[0] in ("Z", "X") else fields[19]
 
 
 def _processes_naming(folder: Path) -> list[int]:
