@@ -16,6 +16,7 @@ import secrets
 import shutil
 import subprocess
 import tempfile
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -71,6 +72,7 @@ class Planted:
         daemon = subprocess.Popen(["tail", "-f", f"{folder}/dockerd.log"],
                                   start_new_session=True)  # as dockerd: its own session
         self.procs.append(daemon)
+        _named_once_running(daemon, folder)
         return folder, daemon
 
     def end(self) -> None:
@@ -78,6 +80,19 @@ class Planted:
             if proc.poll() is None:
                 proc.kill()
             proc.wait()
+
+
+def _named_once_running(proc: subprocess.Popen[bytes], folder: Path) -> None:
+    """Wait until ``proc``'s command line names ``folder``. Popen returns once the child's
+    exec has begun (vfork: when it lets go of the parent's memory), not when it has
+    finished: until then ``/proc/PID/cmdline`` is empty, and a reaping in that moment
+    finds no process naming the folder (CI, under load: the stand-in outlived its reaping,
+    the reaping's first scans having found nothing and a later one the stand-in)."""
+    for _ in range(3000):  # bounds the wait (30 s); not a test of speed
+        if f"{folder}/".encode() in _cmdline(proc.pid):
+            return
+        time.sleep(0.01)
+    raise AssertionError(f"the stand-in {proc.pid} never named {folder}: {_cmdline(proc.pid)!r}")
 
 
 @pytest.fixture
@@ -156,6 +171,7 @@ def test_a_process_naming_a_longer_folder_is_not_the_engines(planted: Planted) -
     (longer / "dockerd.log").touch()
     other = subprocess.Popen(["tail", "-f", f"{longer}/dockerd.log"])
     planted.procs.append(other)
+    _named_once_running(other, longer)
     assert other.pid not in docker_engine._processes_naming(folder)  # noqa: SLF001
 
 
